@@ -1,0 +1,203 @@
+/**
+ * npm run bench:deliver — 20,000 queued single-recipient messages, DKIM-signed (RSA-2048),
+ * delivered by Postyard's worker to a local sink, against a raw nodemailer pool sending the same
+ * messages signed with the same key to the same sink, in the same run; plus the sign-only ceiling.
+ */
+import { fork } from 'node:child_process';
+import net from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import { loadConfig } from '../src/config.ts';
+import { createContainer } from '../src/container.ts';
+import { dkimDnsRecordValue, dkimSign, generateDkimKeyPair } from '../src/modules/delivery/dkim.ts';
+import { buildMessage } from '../src/modules/delivery/mime.ts';
+import { createLogger } from '../src/logger.ts';
+import { startDnsServer } from '../test/peers/dns-server.ts';
+import { freePort, freshPgSchema, machine, spawnNode, stop, table } from './lib.ts';
+
+const N = Number(process.env.BENCH_MESSAGES ?? 20_000);
+const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? '';
+const keys = generateDkimKeyPair();
+const TEXT = 'Thanks for your order. Your receipt is attached below.\n'.repeat(20);
+const HTML = `<html><body>${'<p>Thanks for your order. Your receipt is below.</p>'.repeat(20)}</body></html>`;
+
+async function startSink() {
+  const port = await freePort();
+  const child = fork('bench/sink-server.ts', {
+    env: { ...process.env, PORT: String(port) },
+    execArgv: ['--import', 'tsx'],
+  });
+  await new Promise((r) => child.once('message', r));
+  const count = () =>
+    new Promise<number>((resolve) => {
+      child.once('message', (m: { count: number }) => resolve(m.count));
+      child.send({ count: true });
+    });
+  return { port, count, close: () => stop(child) };
+}
+
+async function signCeiling(): Promise<number> {
+  const raw = await buildMessage({
+    from: 'Shop <shop@bench.test>',
+    to: { email: 'x@dest.test' },
+    subject: 'Receipt',
+    text: TEXT,
+    html: HTML,
+    messageId: 'x@bench.test',
+  });
+  const end = performance.now() + 3000;
+  let n = 0;
+  while (performance.now() < end) {
+    dkimSign(raw, { domainName: 'bench.test', keySelector: 's1', privateKey: keys.privateKeyPem });
+    n++;
+  }
+  return n / 3;
+}
+
+async function rawPool(port: number): Promise<number> {
+  const transport = nodemailer.createTransport({
+    pool: true,
+    maxConnections: 5,
+    maxMessages: 100,
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    ignoreTLS: true,
+    dkim: { domainName: 'bench.test', keySelector: 's1', privateKey: keys.privateKeyPem },
+    // Same TCP_NODELAY socket option Postyard's client sets, so the comparison is like for like.
+    getSocket: (_opts: unknown, cb: (err: Error | null, s?: { connection: import('node:net').Socket }) => void) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.setNoDelay(true);
+        cb(null, { connection: socket });
+      });
+      socket.once('error', (err) => cb(err));
+    },
+  } as never);
+  const t0 = performance.now();
+  let next = 0;
+  const sendOne = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= N) return;
+      await transport.sendMail({
+        from: 'Shop <shop@bench.test>',
+        to: `r${i}@dest.test`,
+        subject: 'Receipt',
+        text: TEXT,
+        html: HTML,
+        envelope: { from: `bounces+${i}@bench.test`, to: [`r${i}@dest.test`] },
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: 50 }, sendOne));
+  const secs = (performance.now() - t0) / 1000;
+  transport.close();
+  return N / secs;
+}
+
+async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: number, dnsAddress: string) {
+  const env = {
+    ...dbEnv,
+    POSTYARD_LOG_LEVEL: 'warn',
+    POSTYARD_DEV_MODE: 'true',
+    POSTYARD_DNS_SERVERS: dnsAddress,
+    POSTYARD_MX_PORT: String(sinkPort),
+    POSTYARD_EHLO_NAME: 'bench.postyard.test',
+  };
+  const config = loadConfig({ ...process.env, ...env });
+  const c = await createContainer(config, createLogger('warn'));
+  const tenant = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
+  // A sending domain gives the worker its RSA-2048 DKIM key (dev mode signs with a pending domain).
+  await c.domains.create(tenant.tenant_id, await c.domains.prepare({ domain: 'bench.test' }));
+  // Queue the messages through the real accept path (10,000 recipients per transmission).
+  const { validateTransmission } = await import('../src/modules/transmissions/transmissions.validate.ts');
+  for (let start = 0; start < N; start += 10_000) {
+    const body = {
+      recipients: Array.from({ length: Math.min(10_000, N - start) }, (_, i) => ({ email: `r${start + i}@dest.test` })),
+      content: { subject: 'Receipt', text: TEXT, html: HTML },
+    };
+    const input = validateTransmission(body as never, 'Shop <shop@bench.test>');
+    await c.database.db.transaction().execute((trx) => c.transmissions.accept(trx, tenant.tenant_id, input));
+  }
+  await c.close();
+  const t0 = performance.now();
+  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'worker'], { ...env });
+  const check = await createContainer(config, createLogger('warn'));
+  let delivered = 0;
+  while (delivered < N) {
+    await new Promise((r) => setTimeout(r, 200));
+    const row = await check.database.db
+      .selectFrom('messages')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('state', '=', 'delivered')
+      .executeTakeFirstOrThrow();
+    delivered = Number(row.n);
+    if (performance.now() - t0 > 600_000) throw new Error(`stuck at ${delivered}`);
+  }
+  const secs = (performance.now() - t0) / 1000;
+  const rss = await import('./lib.ts').then((l) => l.peakRssMb(child.pid as number));
+  await stop(child);
+  await check.close();
+  return { label, rate: N / secs, rss };
+}
+
+async function main() {
+  console.log(`machine: ${machine()}; ${N} messages, RSA-2048 DKIM`);
+  const dnsServer = await startDnsServer({
+    'dest.test': { MX: [{ preference: 10, exchange: 'mx.dest.test' }] },
+    'mx.dest.test': { A: ['127.0.0.1'] },
+    's1._domainkey.bench.test': { TXT: [dkimDnsRecordValue(keys.publicKeyBase64).match(/.{1,255}/g) ?? []] },
+  });
+  const ceiling = await signCeiling();
+  const sink = await startSink();
+  const pool = await rawPool(sink.port);
+  const rows: { label: string; rate: number; rss: number }[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-deliver-'));
+  try {
+    rows.push(await postyard('sqlite', { POSTYARD_DATA_DIR: dir }, sink.port, dnsServer.address));
+    if (PG_URL) {
+      const s = await freshPgSchema(PG_URL);
+      try {
+        rows.push(
+          await postyard('postgres', { POSTYARD_DATA_DIR: dir, DATABASE_URL: s.url }, sink.port, dnsServer.address),
+        );
+      } finally {
+        await s.drop();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await sink.close();
+    await dnsServer.close();
+  }
+  console.log(
+    table([
+      {
+        target: 'sign-only loop (1 core)',
+        'msgs/s': Math.round(ceiling),
+        'vs raw pool': '-',
+        'vs signing ceiling': 1,
+        'peak RSS MB': '-',
+      },
+      {
+        target: 'raw nodemailer pool (baseline)',
+        'msgs/s': Math.round(pool),
+        'vs raw pool': 1,
+        'vs signing ceiling': pool / ceiling,
+        'peak RSS MB': '-',
+      },
+      ...rows.map((r) => ({
+        target: `postyard worker ${r.label}`,
+        'msgs/s': Math.round(r.rate),
+        'vs raw pool': r.rate / pool,
+        'vs signing ceiling': r.rate / ceiling,
+        'peak RSS MB': Math.round(r.rss),
+      })),
+    ]),
+  );
+  console.log('targets: >= 1000 msgs/s, >= 0.5 of the raw pool, >= 0.6 of the signing ceiling');
+}
+
+await main();

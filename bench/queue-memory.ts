@@ -1,0 +1,136 @@
+/**
+ * npm run bench:queue-memory — memory of a delivery worker while 1,000,000 messages wait in the
+ * queue. The messages are inserted directly (the accept path is measured by bench:accept), then
+ * `postyard start --roles worker` delivers to a local sink for BENCH_SECONDS (default 30) while
+ * its RSS is sampled every second. Baseline in the same run: the same worker with 20,000 queued.
+ * Flat memory = the RSS with a million waiting is about the same as with twenty thousand.
+ */
+import { fork } from 'node:child_process';
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config.ts';
+import { createContainer } from '../src/container.ts';
+import { insertMany } from '../src/db/batch.ts';
+import type { MessagesTable } from '../src/db/schema.ts';
+import { newId } from '../src/lib/ids.ts';
+import { createLogger } from '../src/logger.ts';
+import { validateTransmission } from '../src/modules/transmissions/transmissions.validate.ts';
+import { startDnsServer } from '../test/peers/dns-server.ts';
+import { freePort, machine, spawnNode, stop, table } from './lib.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+async function run(queued: number, sinkPort: number, dnsAddress: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-queue-'));
+  const env = {
+    POSTYARD_DATA_DIR: dir,
+    POSTYARD_LOG_LEVEL: 'warn',
+    POSTYARD_DEV_MODE: 'true',
+    POSTYARD_DNS_SERVERS: dnsAddress,
+    POSTYARD_MX_PORT: String(sinkPort),
+    POSTYARD_EHLO_NAME: 'bench.postyard.test',
+  };
+  const c = await createContainer(loadConfig({ ...process.env, ...env }), createLogger('warn'));
+  const tenant = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
+  await c.domains.create(tenant.tenant_id, await c.domains.prepare({ domain: 'bench.test' }));
+  // One real transmission carries the content; its message rows are multiplied directly.
+  const input = validateTransmission(
+    {
+      recipients: [{ email: 'r0@dest.test' }],
+      content: { subject: 'Receipt', text: 'Thanks for your order.' },
+    } as never,
+    'Shop <shop@bench.test>',
+  );
+  const accepted = await c.database.db
+    .transaction()
+    .execute((trx) => c.transmissions.accept(trx, tenant.tenant_id, input));
+  const now = new Date().toISOString();
+  const t0 = performance.now();
+  for (let start = 1; start < queued; start += 50_000) {
+    const rows: MessagesTable[] = [];
+    for (let i = start; i < Math.min(queued, start + 50_000); i++) {
+      rows.push({
+        tenant_id: tenant.tenant_id,
+        id: newId(),
+        transmission_id: accepted.transmission_id,
+        recipient: `r${i}@dest.test`,
+        recipient_name: null,
+        recipient_domain: 'dest.test',
+        substitution_data: null,
+        metadata: '{}',
+        state: 'queued',
+        attempt_count: 0,
+        next_attempt_at: now,
+        locked_until: null,
+        locked_by: null,
+        last_response: null,
+        created_at: now,
+        updated_at: now,
+      });
+    }
+    await c.database.db.transaction().execute((trx) => insertMany(trx, 'messages', rows));
+  }
+  const insertSecs = (performance.now() - t0) / 1000;
+  await c.close();
+  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'worker'], env);
+  const samples: number[] = [];
+  for (let s = 0; s < SECONDS; s++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    samples.push(rssMb(child.pid as number));
+  }
+  await stop(child);
+  rmSync(dir, { recursive: true, force: true });
+  const steady = samples.slice(Math.floor(samples.length / 3));
+  return {
+    queued,
+    insertSecs,
+    first: samples[0] ?? 0,
+    min: Math.min(...steady),
+    max: Math.max(...steady),
+    last: samples.at(-1) ?? 0,
+  };
+}
+
+async function main() {
+  console.log(`machine: ${machine()}; worker runs ${SECONDS} s per case, RSS sampled every second`);
+  const port = await freePort();
+  const sink = fork('bench/sink-server.ts', {
+    env: { ...process.env, PORT: String(port) },
+    execArgv: ['--import', 'tsx'],
+  });
+  await new Promise((r) => sink.once('message', r));
+  const dnsServer = await startDnsServer({
+    'dest.test': { MX: [{ preference: 10, exchange: 'mx.dest.test' }] },
+    'mx.dest.test': { A: ['127.0.0.1'] },
+  });
+  try {
+    const base = await run(20_000, port, dnsServer.address);
+    const big = await run(1_000_000, port, dnsServer.address);
+    console.log(
+      table(
+        [base, big].map((r) => ({
+          queued: r.queued,
+          'insert s': r.insertSecs,
+          'RSS after 1 s MB': Math.round(r.first),
+          'steady min MB': Math.round(r.min),
+          'steady max MB': Math.round(r.max),
+          'last MB': Math.round(r.last),
+        })),
+      ),
+    );
+    console.log(
+      `ratio of steady max RSS, 1,000,000 queued vs 20,000 queued: ${(big.max / base.max).toFixed(2)} (flat = about 1)`,
+    );
+  } finally {
+    await stop(sink);
+    await dnsServer.close();
+  }
+}
+
+await main();

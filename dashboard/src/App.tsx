@@ -1,0 +1,110 @@
+import { useCallback, useEffect, useState } from 'react';
+import { Layout } from './components/Layout.tsx';
+import { ErrorBox, Loading } from './components/ui.tsx';
+import { api, setCsrfToken, setUnauthorizedHandler } from './lib/api.ts';
+import { matchRoute, navigate, safeNext, useLocation } from './lib/router.tsx';
+import type { Session, SignedOut } from './lib/types.ts';
+import { Account } from './pages/Account.tsx';
+import { Activity } from './pages/Activity.tsx';
+import { ApiKeys } from './pages/ApiKeys.tsx';
+import { Domains } from './pages/Domains.tsx';
+import { Login } from './pages/Login.tsx';
+import { MessagePage } from './pages/Message.tsx';
+import { NotFound } from './pages/NotFound.tsx';
+import { Overview } from './pages/Overview.tsx';
+import { Smtp } from './pages/Smtp.tsx';
+import { Suppressions } from './pages/Suppressions.tsx';
+import { Webhooks } from './pages/Webhooks.tsx';
+
+/** Session state: undefined while loading, null when signed out. */
+export function App() {
+  const loc = useLocation();
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [loadError, setLoadError] = useState<Error | undefined>(undefined);
+
+  const loadSession = useCallback(async () => {
+    setLoadError(undefined);
+    try {
+      const s = await api<Session | SignedOut>('GET', '/session');
+      setCsrfToken(s.csrf_token);
+      setSession(s.authenticated ? s : null);
+    } catch (e) {
+      setLoadError(e instanceof Error ? e : new Error(String(e)));
+    }
+  }, []);
+
+  useEffect(() => {
+    void loadSession();
+    // A 401 from any call means the session ended: back to sign-in, then back here.
+    setUnauthorizedHandler(() => {
+      setSession(null);
+      void loadSession();
+    });
+  }, [loadSession]);
+
+  const route = matchRoute(loc.path);
+  const signedOutElsewhere = session === null && route.page !== 'login';
+  useEffect(() => {
+    if (signedOutElsewhere) {
+      const next = loc.path === '/' && !loc.search.toString() ? '' : `?next=${encodeURIComponent(loc.href)}`;
+      navigate(`/login${next}`, { replace: true });
+    }
+  }, [signedOutElsewhere, loc.path, loc.href, loc.search]);
+  const signedInOnLogin = !!session && route.page === 'login';
+  useEffect(() => {
+    if (signedInOnLogin) navigate(safeNext(loc.search.get('next')), { replace: true });
+  }, [signedInOnLogin, loc.search]);
+
+  if (loadError) {
+    return (
+      <main className="center-page">
+        <ErrorBox error={loadError} retry={loadSession} />
+      </main>
+    );
+  }
+  if (session === undefined) {
+    return (
+      <main className="center-page">
+        <Loading />
+      </main>
+    );
+  }
+  if (route.page === 'login' || !session) {
+    if (session) return null;
+    return (
+      <Login
+        onSignedIn={(s) => {
+          setCsrfToken(s.csrf_token);
+          setSession(s);
+          const next = safeNext(new URLSearchParams(window.location.search).get('next'));
+          navigate(s.user.has_password ? next : '/settings/account', { replace: true });
+        }}
+      />
+    );
+  }
+
+  const signOut = async () => {
+    try {
+      await api('POST', '/logout');
+    } finally {
+      setSession(null);
+      await loadSession();
+      navigate('/login', { replace: true });
+    }
+  };
+
+  return (
+    <Layout session={session} path={loc.path} onSignOut={signOut}>
+      {route.page === 'overview' && <Overview session={session} />}
+      {route.page === 'activity' && <Activity />}
+      {route.page === 'message' && <MessagePage id={route.id} />}
+      {route.page === 'api-keys' && <ApiKeys />}
+      {route.page === 'smtp' && <Smtp session={session} />}
+      {route.page === 'webhooks' && <Webhooks />}
+      {route.page === 'suppressions' && <Suppressions />}
+      {route.page === 'domains' && <Domains />}
+      {route.page === 'account' && <Account session={session} onChanged={loadSession} />}
+      {route.page === 'not-found' && <NotFound />}
+    </Layout>
+  );
+}

@@ -1,0 +1,84 @@
+import type { ApiPath, HttpMethod } from './types.ts';
+
+/**
+ * Every /v1 operation the client calls, by client method name. The paths are typed against the
+ * generated OpenAPI types (a path that is not in the document does not compile), and
+ * test/client/coverage.test.ts checks this table against the live document both ways: an
+ * endpoint without a client method, or a method without an endpoint, fails the suite.
+ */
+export const ENDPOINTS = {
+  'transmissions.send': ['POST', '/v1/transmissions'],
+  'transmissions.get': ['GET', '/v1/transmissions/{id}'],
+  'messages.get': ['GET', '/v1/messages/{id}'],
+  'suppressions.upsert': ['POST', '/v1/suppressions'],
+  'suppressions.list': ['GET', '/v1/suppressions'],
+  'suppressions.get': ['GET', '/v1/suppressions/{id}'],
+  'suppressions.delete': ['DELETE', '/v1/suppressions/{id}'],
+  'webhooks.create': ['POST', '/v1/webhooks'],
+  'webhooks.list': ['GET', '/v1/webhooks'],
+  'webhooks.get': ['GET', '/v1/webhooks/{id}'],
+  'webhooks.update': ['PATCH', '/v1/webhooks/{id}'],
+  'webhooks.delete': ['DELETE', '/v1/webhooks/{id}'],
+  'webhooks.rotateSecret': ['POST', '/v1/webhooks/{id}/rotate-secret'],
+  'webhooks.test': ['POST', '/v1/webhooks/{id}/test'],
+  'webhooks.deliveries': ['GET', '/v1/webhooks/{id}/deliveries'],
+  'events.list': ['GET', '/v1/events'],
+  'apiKeys.create': ['POST', '/v1/api-keys'],
+  'apiKeys.list': ['GET', '/v1/api-keys'],
+  'apiKeys.delete': ['DELETE', '/v1/api-keys/{id}'],
+  'smtpCredentials.create': ['POST', '/v1/smtp-credentials'],
+  'smtpCredentials.list': ['GET', '/v1/smtp-credentials'],
+  'smtpCredentials.delete': ['DELETE', '/v1/smtp-credentials/{id}'],
+  'sendingDomains.create': ['POST', '/v1/sending-domains'],
+  'sendingDomains.list': ['GET', '/v1/sending-domains'],
+  'sendingDomains.get': ['GET', '/v1/sending-domains/{id}'],
+  'sendingDomains.delete': ['DELETE', '/v1/sending-domains/{id}'],
+  'sendingDomains.verify': ['POST', '/v1/sending-domains/{id}/verify'],
+} as const satisfies Record<string, readonly [HttpMethod, ApiPath]>;
+
+export type EndpointName = keyof typeof ENDPOINTS;
+
+/**
+ * Client methods that are not one endpoint each: `suppressions.import` is the multipart form of
+ * `suppressions.upsert`'s POST, and the iterate helpers walk a list endpoint's pages.
+ */
+export const HELPERS = {
+  'suppressions.import': 'suppressions.upsert',
+  'suppressions.iterate': 'suppressions.list',
+  'webhooks.iterate': 'webhooks.list',
+  'webhooks.iterateDeliveries': 'webhooks.deliveries',
+  'events.iterate': 'events.list',
+  'apiKeys.iterate': 'apiKeys.list',
+  'smtpCredentials.iterate': 'smtpCredentials.list',
+  'sendingDomains.iterate': 'sendingDomains.list',
+} as const satisfies Record<string, EndpointName>;
+
+/** `/v1/webhooks/{id}` with `{ id }` filled in (URI-encoded). */
+export function fillPath(path: string, params: Record<string, string>): string {
+  return path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
+    const v = params[name];
+    if (v === undefined || v === '') throw new TypeError(`Postyard: ${name} is required for ${path}`);
+    return encodeURIComponent(v);
+  });
+}
+
+/** POSTs whose route honours Idempotency-Key: the client always sends one (checked against the document). */
+export const KEYED_POSTS: ReadonlySet<EndpointName> = new Set<EndpointName>([
+  'transmissions.send',
+  'suppressions.upsert',
+  'webhooks.create',
+  'webhooks.test',
+  'apiKeys.create',
+  'smtpCredentials.create',
+  'sendingDomains.create',
+]);
+
+/**
+ * The other POSTs, each with a decision: repeating `sendingDomains.verify` only checks DNS again;
+ * repeating `webhooks.rotateSecret` would rotate twice and drop the secret receivers still use, so
+ * it is retried only when the request provably never reached the server.
+ */
+export const UNKEYED_POSTS: Readonly<Record<string, 'repeatable' | 'unsent-only'>> = {
+  'sendingDomains.verify': 'repeatable',
+  'webhooks.rotateSecret': 'unsent-only',
+} satisfies Partial<Record<EndpointName, 'repeatable' | 'unsent-only'>>;

@@ -1,0 +1,213 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ALL_ROLES, type Config, ConfigError, loadConfig, type Role } from '../config.ts';
+import { type Container, createContainer } from '../container.ts';
+import { migrateToLatest, openDatabase } from '../db/index.ts';
+import { AppError } from '../lib/errors.ts';
+import { createLogger } from '../logger.ts';
+import { SCOPES } from '../modules/api-keys/scopes.ts';
+import { installShutdown, startRoles } from '../roles.ts';
+
+/**
+ * The `postyard` command. Exit codes: 0 ok, 1 bad configuration or runtime failure,
+ * 2 wrong arguments (one clear line on stderr).
+ */
+function parseRoles(value: string): Role[] {
+  const roles = value
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
+  for (const r of roles) {
+    if (!(ALL_ROLES as readonly string[]).includes(r)) {
+      throw new InvalidArgumentError(`unknown role "${r}" (choose from ${ALL_ROLES.join(', ')})`);
+    }
+  }
+  if (roles.length === 0) throw new InvalidArgumentError('at least one role is required');
+  return roles as Role[];
+}
+
+function parseScopes(value: string): string[] {
+  const scopes = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (scopes.length === 1 && scopes[0] === 'all') return [...SCOPES];
+  for (const s of scopes) {
+    if (!(SCOPES as readonly string[]).includes(s)) {
+      throw new InvalidArgumentError(`unknown scope "${s}" (choose from ${SCOPES.join(', ')}, or all)`);
+    }
+  }
+  return scopes;
+}
+
+function config(): Config {
+  return loadConfig(process.env);
+}
+
+/** Containers for one-shot commands log only warnings, to keep their output clean. */
+async function withContainer<T>(fn: (c: Container) => Promise<T>): Promise<T> {
+  const cfg = config();
+  const c = await createContainer(cfg, createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel));
+  try {
+    return await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
+function print(json: boolean, value: Record<string, unknown>, text: string) {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+export function buildCli(): Command {
+  const program = new Command('postyard')
+    .description('Postyard: self-hosted email sending service')
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .configureOutput({
+      outputError: (str, write) => write(str.split('\n')[0] ? `${str.split('\n')[0]}\n` : str),
+    });
+
+  program
+    .command('start')
+    .description('Run the service (all roles by default) with migrations applied first')
+    .addOption(
+      new Option('--roles <roles>', `comma-separated roles: ${ALL_ROLES.join(',')}`)
+        .argParser(parseRoles)
+        .default([...ALL_ROLES], ALL_ROLES.join(',')),
+    )
+    .action(async (opts: { roles: Role[] }) => {
+      const cfg = config();
+      const logger = createLogger(cfg.logLevel);
+      const c = await createContainer(cfg, logger);
+      logger.info({ roles: opts.roles, database: c.database.dialect }, 'starting postyard');
+      const running = await startRoles(c, opts.roles);
+      installShutdown(c, running);
+    });
+
+  program
+    .command('migrate')
+    .description('Apply database migrations and exit')
+    .action(async () => {
+      const cfg = config();
+      const database = openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir });
+      try {
+        const applied = await migrateToLatest(database);
+        process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+      } finally {
+        await database.close();
+      }
+    });
+
+  const tenants = program.command('tenants').description('Manage tenants');
+  tenants
+    .command('create')
+    .description('Create a tenant and print its first API key (holding every scope) once')
+    .requiredOption('--name <name>', 'tenant name')
+    .option('--from <address>', 'default sender, e.g. "Acme <noreply@acme.test>"')
+    .option('--json', 'print JSON: {"tenant_id","api_key"}')
+    .action(async (opts: { name: string; from?: string; json?: boolean }) => {
+      await withContainer(async (c) => {
+        const t = await c.tenants.create({ name: opts.name, from: opts.from });
+        print(
+          !!opts.json,
+          { tenant_id: t.tenant_id, api_key: t.api_key },
+          `tenant_id: ${t.tenant_id}\napi_key:   ${t.api_key}\n(the key is shown once; store it now)`,
+        );
+      });
+    });
+
+  const keys = program.command('keys').description('Manage API keys');
+  keys
+    .command('create')
+    .description('Create an API key for a tenant and print it once')
+    .requiredOption('--tenant <id>', 'tenant id')
+    .requiredOption('--name <name>', 'key name')
+    .requiredOption('--scopes <scopes>', `comma-separated scopes, or "all"`, parseScopes)
+    .option('--json', 'print JSON')
+    .action(async (opts: { tenant: string; name: string; scopes: string[]; json?: boolean }) => {
+      await withContainer(async (c) => {
+        await c.tenants.get(opts.tenant);
+        const k = await c.apiKeys.create(opts.tenant, { name: opts.name, scopes: opts.scopes }, 'all');
+        print(!!opts.json, { id: k.id, key: k.key, scopes: k.scopes }, `id:  ${k.id}\nkey: ${k.key}\n(shown once)`);
+      });
+    });
+
+  const users = program.command('users').description('Manage dashboard users (the web portal)');
+  const linkUrl = (cfg: Config, base: string | undefined, token: string) => {
+    const host = ['0.0.0.0', '::', ''].includes(cfg.httpHost) ? '127.0.0.1' : cfg.httpHost;
+    const origin = (base ?? `http://${host.includes(':') ? `[${host}]` : host}:${cfg.httpPort}`).replace(/\/+$/, '');
+    // The token travels in the fragment: browsers never send it to the server or in a Referer.
+    return `${origin}/login#token=${token}`;
+  };
+  users
+    .command('create')
+    .description('Create a dashboard user of a tenant; without --password, print a one-time sign-in link')
+    .requiredOption('--tenant <id>', 'tenant id')
+    .requiredOption('--email <email>', 'sign-in email (unique)')
+    .option('--password <password>', 'initial password (at least 8 characters)')
+    .option('--base-url <url>', 'public address of the dashboard for the link (default: from POSTYARD_HTTP_HOST/PORT)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { tenant: string; email: string; password?: string; baseUrl?: string; json?: boolean }) => {
+      await withContainer(async (c) => {
+        const user = await c.dashboard.createUser(opts.tenant, {
+          email: opts.email,
+          ...(opts.password !== undefined ? { password: opts.password } : {}),
+        });
+        if (opts.password !== undefined) {
+          print(!!opts.json, { user_id: user.id, email: user.email }, `user_id: ${user.id}\nemail:   ${user.email}`);
+          return;
+        }
+        const link = await c.dashboard.createLoginLink(user.email);
+        const url = linkUrl(c.config, opts.baseUrl, link.token);
+        print(
+          !!opts.json,
+          { user_id: user.id, email: user.email, login_url: url, expires_at: link.expires_at },
+          `user_id: ${user.id}\nemail:   ${user.email}\nsign in: ${url}\n(one-time link, valid until ${link.expires_at}; set a password after signing in)`,
+        );
+      });
+    });
+  users
+    .command('link')
+    .description('Print a new one-time sign-in link for a dashboard user (e.g. after a forgotten password)')
+    .requiredOption('--email <email>', 'the user')
+    .option('--base-url <url>', 'public address of the dashboard for the link')
+    .option('--json', 'print JSON')
+    .action(async (opts: { email: string; baseUrl?: string; json?: boolean }) => {
+      await withContainer(async (c) => {
+        const link = await c.dashboard.createLoginLink(opts.email);
+        const url = linkUrl(c.config, opts.baseUrl, link.token);
+        print(
+          !!opts.json,
+          { login_url: url, expires_at: link.expires_at },
+          `sign in: ${url}\n(one-time link, valid until ${link.expires_at})`,
+        );
+      });
+    });
+
+  return program;
+}
+
+async function main(argv: string[]) {
+  const program = buildCli();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // help and version are not errors; everything else commander raises is a usage error.
+      process.exit(err.exitCode === 0 ? 0 : 2);
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`postyard: configuration error: ${err.message}\n`);
+      process.exit(1);
+    }
+    if (err instanceof AppError) {
+      const detail = err.details.map((d) => (d.field ? `${d.field}: ${d.message}` : d.message)).join('; ');
+      process.stderr.write(`postyard: ${detail}\n`);
+      process.exit(err.code === 'validation_failed' || err.code === 'not_found' ? 2 : 1);
+    }
+    process.stderr.write(`postyard: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+await main(process.argv);

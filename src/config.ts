@@ -1,0 +1,238 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Environment -> validated, typed, frozen config. Nothing else in the code reads process.env.
+ * A bad value throws ConfigError naming the variable; the CLI prints that one line and exits 1.
+ */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export type Role = 'api' | 'smtp' | 'worker';
+export const ALL_ROLES: readonly Role[] = ['api', 'smtp', 'worker'];
+
+export interface Config {
+  httpPort: number;
+  httpHost: string;
+  smtpPort: number;
+  /** Implicit-TLS submission port; null = off. */
+  smtpsPort: number | null;
+  dataDir: string;
+  /** postgres://... or null for SQLite in dataDir. */
+  databaseUrl: string | null;
+  relayUrl: string | null;
+  dnsServers: string[] | null;
+  mxPort: number;
+  devMode: boolean;
+  allowPrivateWebhookTargets: boolean;
+  smtpAllowInsecureAuth: boolean;
+  smtpTlsCert: string | null;
+  smtpTlsKey: string | null;
+  /** Address the SMTP submission listeners bind to. */
+  smtpHost: string;
+  /** SIZE limit of one submitted message (bytes). */
+  smtpMaxMessageBytes: number;
+  /** RCPT TO commands accepted per message. */
+  smtpMaxRecipients: number;
+  /** Concurrent SMTP connections per client IP and per SMTP credential. */
+  smtpMaxConnectionsPerIp: number;
+  smtpMaxConnectionsPerCredential: number;
+  /** Messages per SMTP credential per minute (token bucket, burst = the same number); 0 = off. */
+  smtpMessagesPerMinute: number;
+  /** Seconds without a byte from the client before 421. */
+  smtpIdleTimeoutSeconds: number;
+  /** Seconds a client may take from one step (AUTH, MAIL, RCPT, end of DATA) to the next. */
+  smtpCommandDeadlineSeconds: number;
+  rateLimitRps: number;
+  rateLimitBurst: number;
+  /** Master key (32 bytes) for secrets at rest; resolved by resolveMasterKey(). */
+  masterKey: Buffer | null;
+  logLevel: string;
+  ehloName: string;
+  /**
+   * Host name that every sending domain's return-path CNAME (`bounces.<domain>`) points at and
+   * that its SPF record includes (docs/domains.md). Default: the EHLO name when it is a host
+   * name, else `localhost` (a placeholder fit for development only).
+   */
+  bounceHost: string;
+  redisUrl: string | null;
+  idempotencyTtlHours: number;
+  eventRetentionDays: number;
+  bodyLimitBytes: number;
+  importLimitBytes: number;
+  /** Seconds an API-key lookup may be cached; the contract caps it at 5. */
+  authCacheSeconds: number;
+  /** Delivery claim lease: a crashed worker's messages return after this. */
+  deliveryLeaseSeconds: number;
+  /** On shutdown, how long in-flight HTTP requests may take before their connections are cut. */
+  shutdownGraceSeconds: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name)?.toLowerCase();
+  if (raw === undefined) return def;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `expected true or false, got "${raw}"`);
+}
+
+function defaultEhloName(): string {
+  const h = hostname();
+  // A bare single-label name is refused by real MTAs; fall back to an address literal.
+  return h.includes('.') ? h : '[127.0.0.1]';
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = str(env, 'DATABASE_URL') ?? null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql://');
+  }
+  const relayUrl = str(env, 'POSTYARD_RELAY_URL') ?? null;
+  if (relayUrl && !/^smtps?:\/\/[^/]+/.test(relayUrl)) {
+    throw new ConfigError('POSTYARD_RELAY_URL', 'must look like smtp://user:pass@host:port');
+  }
+  const dnsRaw = str(env, 'POSTYARD_DNS_SERVERS');
+  const dnsServers = dnsRaw
+    ? dnsRaw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : null;
+  for (const s of dnsServers ?? []) {
+    if (!/^(\[[0-9a-fA-F:]+\]|[0-9.]+|[0-9a-fA-F:]+)(:\d+)?$/.test(s)) {
+      throw new ConfigError('POSTYARD_DNS_SERVERS', `"${s}" is not an IP address with optional :port`);
+    }
+  }
+  const cert = str(env, 'POSTYARD_SMTP_TLS_CERT') ?? null;
+  const key = str(env, 'POSTYARD_SMTP_TLS_KEY') ?? null;
+  if ((cert === null) !== (key === null)) {
+    throw new ConfigError(
+      cert ? 'POSTYARD_SMTP_TLS_KEY' : 'POSTYARD_SMTP_TLS_CERT',
+      'set both the certificate and the key',
+    );
+  }
+  for (const [name, file] of [
+    ['POSTYARD_SMTP_TLS_CERT', cert],
+    ['POSTYARD_SMTP_TLS_KEY', key],
+  ] as const) {
+    if (file && !existsSync(file)) throw new ConfigError(name, `file not found: ${file}`);
+  }
+  const masterRaw = str(env, 'POSTYARD_MASTER_KEY');
+  let masterKey: Buffer | null = null;
+  if (masterRaw) {
+    masterKey = decodeMasterKey(masterRaw);
+    if (!masterKey) throw new ConfigError('POSTYARD_MASTER_KEY', 'must be 32 bytes as 64 hex chars or base64');
+  }
+  const logLevel = str(env, 'POSTYARD_LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('POSTYARD_LOG_LEVEL', `unknown level "${logLevel}"`);
+  }
+  const ehloName = str(env, 'POSTYARD_EHLO_NAME') ?? defaultEhloName();
+  if (!ehloName.includes('.') && !ehloName.startsWith('[')) {
+    throw new ConfigError(
+      'POSTYARD_EHLO_NAME',
+      'must be a fully qualified name or an address literal like [192.0.2.1]',
+    );
+  }
+  const bounceHost = (str(env, 'POSTYARD_BOUNCE_HOST') ?? (ehloName.startsWith('[') ? 'localhost' : ehloName))
+    .toLowerCase()
+    .replace(/\.$/, '');
+  if (
+    bounceHost !== 'localhost' &&
+    !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/.test(bounceHost)
+  ) {
+    throw new ConfigError('POSTYARD_BOUNCE_HOST', `"${bounceHost}" is not a fully qualified host name`);
+  }
+  const redisUrl = str(env, 'REDIS_URL') ?? null;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL', 'must start with redis://');
+  const dataDirRaw = str(env, 'POSTYARD_DATA_DIR') ?? './data';
+  const smtpsPort = int(env, 'POSTYARD_SMTPS_PORT', 0, 0, 65535);
+
+  return Object.freeze({
+    httpPort: int(env, 'POSTYARD_HTTP_PORT', 3000, 0, 65535),
+    httpHost: str(env, 'POSTYARD_HTTP_HOST') ?? '127.0.0.1',
+    smtpPort: int(env, 'POSTYARD_SMTP_PORT', 2587, 0, 65535),
+    smtpsPort: smtpsPort === 0 ? null : smtpsPort,
+    dataDir: isAbsolute(dataDirRaw) ? dataDirRaw : resolve(dataDirRaw),
+    databaseUrl,
+    relayUrl,
+    dnsServers,
+    mxPort: int(env, 'POSTYARD_MX_PORT', 25, 1, 65535),
+    devMode: bool(env, 'POSTYARD_DEV_MODE', false),
+    allowPrivateWebhookTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS', false),
+    smtpAllowInsecureAuth: bool(env, 'POSTYARD_SMTP_ALLOW_INSECURE_AUTH', false),
+    smtpTlsCert: cert,
+    smtpTlsKey: key,
+    smtpHost: str(env, 'POSTYARD_SMTP_HOST') ?? '127.0.0.1',
+    smtpMaxMessageBytes: int(env, 'POSTYARD_SMTP_MAX_MESSAGE_MB', 25, 1, 1024) * 1024 * 1024,
+    smtpMaxRecipients: int(env, 'POSTYARD_SMTP_MAX_RECIPIENTS', 1000, 1, 10_000),
+    smtpMaxConnectionsPerIp: int(env, 'POSTYARD_SMTP_MAX_CONNECTIONS_PER_IP', 50, 1, 100_000),
+    smtpMaxConnectionsPerCredential: int(env, 'POSTYARD_SMTP_MAX_CONNECTIONS_PER_CREDENTIAL', 20, 1, 100_000),
+    smtpMessagesPerMinute: int(env, 'POSTYARD_SMTP_MESSAGES_PER_MINUTE', 6000, 0, 10_000_000),
+    smtpIdleTimeoutSeconds: int(env, 'POSTYARD_SMTP_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),
+    smtpCommandDeadlineSeconds: int(env, 'POSTYARD_SMTP_COMMAND_DEADLINE_SECONDS', 300, 1, 3600),
+    rateLimitRps: int(env, 'POSTYARD_RATE_LIMIT_RPS', 100, 0, 1_000_000),
+    rateLimitBurst: int(env, 'POSTYARD_RATE_LIMIT_BURST', 200, 0, 10_000_000),
+    masterKey,
+    logLevel,
+    ehloName,
+    bounceHost,
+    redisUrl,
+    idempotencyTtlHours: int(env, 'POSTYARD_IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
+    eventRetentionDays: int(env, 'POSTYARD_EVENT_RETENTION_DAYS', 30, 1, 3650),
+    bodyLimitBytes: int(env, 'POSTYARD_BODY_LIMIT_MB', 10, 1, 1024) * 1024 * 1024,
+    importLimitBytes: int(env, 'POSTYARD_IMPORT_LIMIT_MB', 100, 1, 10240) * 1024 * 1024,
+    authCacheSeconds: int(env, 'POSTYARD_AUTH_CACHE_SECONDS', 2, 0, 5),
+    deliveryLeaseSeconds: int(env, 'POSTYARD_DELIVERY_LEASE_SECONDS', 300, 5, 3600),
+    shutdownGraceSeconds: int(env, 'POSTYARD_SHUTDOWN_GRACE_SECONDS', 8, 0, 60),
+  });
+}
+
+function decodeMasterKey(raw: string): Buffer | null {
+  if (/^[0-9a-fA-F]{64}$/.test(raw)) return Buffer.from(raw, 'hex');
+  const b = Buffer.from(raw, 'base64');
+  return b.length === 32 ? b : null;
+}
+
+/**
+ * The master key from config, else the one generated into the data dir on first start.
+ * Several nodes on PostgreSQL must share POSTYARD_MASTER_KEY (documented in operations.md).
+ */
+export function resolveMasterKey(config: Config): Buffer {
+  if (config.masterKey) return config.masterKey;
+  mkdirSync(config.dataDir, { recursive: true });
+  const file = join(config.dataDir, 'master.key');
+  if (existsSync(file)) {
+    const key = decodeMasterKey(readFileSync(file, 'utf8').trim());
+    if (!key) throw new ConfigError('POSTYARD_MASTER_KEY', `${file} does not hold a valid 32-byte key`);
+    return key;
+  }
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  return key;
+}

@@ -1,0 +1,153 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { type Config, resolveMasterKey } from './config.ts';
+import { type Database, migrateToLatest, openDatabase } from './db/index.ts';
+import { GroupCommit } from './db/group-commit.ts';
+import { hmacSha256 } from './lib/crypto.ts';
+import { CursorCodec } from './lib/pagination.ts';
+import { createMetricsRegistry } from './http/plugins/metrics.ts';
+import { ApiKeysService } from './modules/api-keys/api-keys.service.ts';
+import { DomainsService } from './modules/domains/domains.service.ts';
+import { createSenderPolicy } from './modules/domains/sender-policy.ts';
+import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
+import { EventsService } from './modules/events/events.service.ts';
+import { WebhookRegistry } from './modules/webhooks/registry.ts';
+import { WebhookSender } from './modules/webhooks/sender.ts';
+import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
+import {
+  DatabaseStore,
+  MemoryStore,
+  RateLimiter,
+  type RateLimitStore,
+  RedisStore,
+} from './modules/rate-limit/rate-limiter.ts';
+import { SuppressionsService } from './modules/suppressions/suppressions.service.ts';
+import { SmtpCredentialsService } from './modules/smtp-credentials/smtp-credentials.service.ts';
+import { TransmissionsService } from './modules/transmissions/transmissions.service.ts';
+import { TenantsService } from './modules/tenants/tenants.service.ts';
+import { DashboardAccounts } from './modules/dashboard/accounts.service.ts';
+
+/**
+ * Builds every long-lived object from config as plain factories (no DI framework). Tests build
+ * one per database; the CLI builds one per command.
+ */
+export interface Container {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  /** Shared transactions for the hot accept path (SQLite group commit). */
+  groupCommit: GroupCommit;
+  masterKey: Buffer;
+  cursors: CursorCodec;
+  metrics: Registry;
+  rateLimiter: RateLimiter;
+  redis: Redis | null;
+  apiKeys: ApiKeysService;
+  tenants: TenantsService;
+  smtpCredentials: SmtpCredentialsService;
+  idempotency: IdempotencyService;
+  suppressions: SuppressionsService;
+  transmissions: TransmissionsService;
+  events: EventsService;
+  webhooks: WebhooksService;
+  domains: DomainsService;
+  /** Dashboard users, sign-in and sessions (the web portal). */
+  dashboard: DashboardAccounts;
+  /** Periodic background chores of this node; started by roles, stopped by close(). */
+  timers: Set<NodeJS.Timeout>;
+  close(): Promise<void>;
+}
+
+export interface ContainerOptions {
+  /** PostgreSQL schema to use (tests). */
+  pgSchema?: string;
+  /** Run migrations before returning. Default true. */
+  migrate?: boolean;
+}
+
+export async function createContainer(config: Config, logger: Logger, opts: ContainerOptions = {}): Promise<Container> {
+  const masterKey = resolveMasterKey(config);
+  const database = openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    ...(opts.pgSchema ? { pgSchema: opts.pgSchema } : {}),
+  });
+  if (opts.migrate !== false) await migrateToLatest(database);
+
+  const cursors = new CursorCodec(hmacSha256(masterKey, 'postyard:cursor-signing'));
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : null;
+  redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis error'));
+  const store: RateLimitStore = redis
+    ? new RedisStore(redis)
+    : database.dialect === 'postgres'
+      ? new DatabaseStore(database)
+      : new MemoryStore();
+
+  const apiKeys = new ApiKeysService(database.db, cursors, config.authCacheSeconds);
+  const timers = new Set<NodeJS.Timeout>();
+  const suppressions = new SuppressionsService(database, cursors);
+  // Private webhook targets: operator opt-in or development mode (CONTRACT section 12).
+  const allowPrivateTargets = config.allowPrivateWebhookTargets || config.devMode;
+  const webhooks = new WebhooksService(
+    database,
+    cursors,
+    masterKey,
+    new WebhookRegistry(database.db, masterKey),
+    new WebhookSender({ allowPrivate: allowPrivateTargets }),
+    { allowPrivateTargets },
+  );
+  const domains = new DomainsService(database.db, cursors, masterKey, config);
+  const rateLimiter = new RateLimiter(store);
+  const container: Container = {
+    config,
+    logger,
+    database,
+    groupCommit: new GroupCommit(database),
+    masterKey,
+    cursors,
+    metrics: createMetricsRegistry(),
+    rateLimiter,
+    redis,
+    apiKeys,
+    tenants: new TenantsService(database, apiKeys),
+    smtpCredentials: new SmtpCredentialsService(database.db, cursors),
+    idempotency: new IdempotencyService(database, config.idempotencyTtlHours),
+    suppressions,
+    transmissions: new TransmissionsService(
+      database.db,
+      suppressions,
+      createSenderPolicy(config, domains.verifiedCache),
+    ),
+    domains,
+    events: new EventsService(database, cursors),
+    webhooks,
+    dashboard: new DashboardAccounts(database.db, rateLimiter),
+    timers,
+    async close() {
+      for (const t of timers) clearInterval(t);
+      timers.clear();
+      await apiKeys.flushLastUsed().catch(() => {});
+      await webhooks.close();
+      redis?.disconnect();
+      await database.close();
+    },
+  };
+  return container;
+}
+
+/** Registers a periodic chore that never overlaps itself and never crashes the process. */
+export function every(container: Container, ms: number, name: string, fn: () => Promise<unknown>): void {
+  let running = false;
+  const t = setInterval(() => {
+    if (running) return;
+    running = true;
+    fn()
+      .catch((err) => container.logger.error({ err, task: name }, 'periodic task failed'))
+      .finally(() => {
+        running = false;
+      });
+  }, ms);
+  t.unref();
+  container.timers.add(t);
+}

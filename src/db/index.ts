@@ -1,0 +1,159 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { type DatabaseIntrospector, Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { migrations } from './migrations/index.ts';
+import type { DB } from './schema.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Database {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  /** Pings the database (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres://... ; null selects SQLite. */
+  databaseUrl: string | null;
+  /** Directory holding postyard.sqlite when on SQLite. */
+  dataDir: string;
+  /** PostgreSQL pool size. Default 10. */
+  poolSize?: number;
+  /** PostgreSQL schema to use (tests isolate themselves this way). Default: server default. */
+  pgSchema?: string;
+}
+
+export function openDatabase(opts: DatabaseOptions): Database {
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.poolSize ?? 10, opts.pgSchema);
+  mkdirSync(opts.dataDir, { recursive: true });
+  return openSqlite(join(opts.dataDir, 'postyard.sqlite'));
+}
+
+function openSqlite(file: string): Database {
+  const raw = new SqliteDatabase(file);
+  // WAL: readers never block the writer. synchronous=NORMAL in WAL mode survives a process crash
+  // (kill -9) without losing committed transactions; only an OS crash/power loss can drop the
+  // last commits. busy_timeout lets CLI commands and the server share the file.
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('synchronous = NORMAL');
+  raw.pragma('busy_timeout = 5000');
+  raw.pragma('foreign_keys = ON');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    async ping() {
+      await sql`select 1`.execute(db);
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing costs about as much as running a
+ * small statement, and the hot paths (accepting mail, the delivery queue) repeat the same SQL.
+ * Statements are kept by SQL text (LRU, bounded). A statement that is still being iterated
+ * (a streamed query) is never handed out twice: a fresh one is prepared instead.
+ */
+function withStatementCache(raw: SqliteDatabase.Database, max = 1000) {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => raw.close(),
+    prepare(sqlText: string): SqliteDatabase.Statement {
+      const hit = cache.get(sqlText);
+      if (hit && !hit.busy) {
+        cache.delete(sqlText);
+        cache.set(sqlText, hit);
+        return hit;
+      }
+      const stmt = raw.prepare(sqlText);
+      if (!hit) {
+        if (cache.size >= max) cache.delete(cache.keys().next().value as string);
+        cache.set(sqlText, stmt);
+      }
+      return stmt;
+    },
+  };
+}
+
+// Return int8/numeric as numbers: our counters stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+
+/**
+ * Kysely's PostgreSQL introspector reads the catalog of every schema (and calls
+ * pg_get_serial_sequence on every column), so DDL running at the same time in any other schema can
+ * make it fail. The migrator only asks "does this table exist?": answer from our own schema alone.
+ */
+class OwnSchemaPostgresDialect extends PostgresDialect {
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely's own signature
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    const getTables = async () => {
+      const { rows } = await sql<{ schema: string; name: string; kind: string }>`
+        select n.nspname as schema, c.relname as name, c.relkind as kind
+        from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = current_schema() and c.relkind in ('r', 'p', 'v')`.execute(db);
+      return rows.map((r) => ({ schema: r.schema, name: r.name, isView: r.kind === 'v', columns: [] }));
+    };
+    return {
+      getSchemas: async () =>
+        (await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace`.execute(db)).rows,
+      getTables,
+      getMetadata: async () => ({ tables: await getTables() }),
+    };
+  }
+}
+
+function openPostgres(url: string, poolSize: number, schema?: string): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  // An idle client's error (server restart) must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<DB>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    async ping() {
+      await sql`select 1`.execute(db);
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+export async function migrateToLatest(database: Database): Promise<string[]> {
+  // PostgreSQL: name the schema of the migration tables. Without it Kysely's "table exists?" check
+  // looks at every schema, sees another schema's kysely_migration tables and never creates ours.
+  const schema =
+    database.dialect === 'postgres'
+      ? (await sql<{ s: string | null }>`select current_schema() as s`.execute(database.db)).rows[0]?.s
+      : null;
+  const migrator = new Migrator({
+    db: database.db,
+    provider: { getMigrations: async () => migrations },
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** The value serialized for a JSON text column. */
+export function toJson(value: unknown): string {
+  return JSON.stringify(value ?? null);
+}
+
+export function fromJson<T>(text: string | null | undefined, fallback: T): T {
+  if (text === null || text === undefined) return fallback;
+  return JSON.parse(text) as T;
+}

@@ -1,0 +1,294 @@
+/**
+ * Kysely table types. Both backends store the same shapes: ids are UUID text, timestamps are
+ * ISO-8601 UTC text (fixed width, so they sort correctly as text), JSON is serialized text and
+ * booleans are 0/1 integers. That keeps one set of queries valid on SQLite and PostgreSQL.
+ * Every tenant-owned table carries tenant_id and its indexes lead with it (see docs/ARCHITECTURE.md).
+ */
+import type { Generated } from 'kysely';
+
+export interface TenantsTable {
+  id: string;
+  name: string;
+  default_from: string | null;
+  rate_limit_rps: number | null;
+  rate_limit_burst: number | null;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  key_prefix: string;
+  key_hash: string;
+  scopes: string;
+  created_at: string;
+  last_used_at: string | null;
+  deleted_at: string | null;
+}
+
+export interface SmtpCredentialsTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  username: string;
+  password_hash: string;
+  created_at: string;
+  last_used_at: string | null;
+  deleted_at: string | null;
+}
+
+export interface IdempotencyKeysTable {
+  tenant_id: string;
+  /** "POST /v1/transmissions": a key is scoped to tenant + method + path. */
+  scope: string;
+  key: string;
+  fingerprint: string;
+  state: 'in_progress' | 'completed';
+  response_status: number | null;
+  response_body: string | null;
+  locked_until: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface SuppressionsTable {
+  tenant_id: string;
+  id: string;
+  identifier: string;
+  type: string;
+  reason_category: string;
+  description: string | null;
+  source: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TransmissionsTable {
+  tenant_id: string;
+  id: string;
+  source: 'api' | 'smtp';
+  mail_type: string;
+  tags: string;
+  metadata: string;
+  /** JSON: from, reply_to, subject, text, html, headers, attachments, template_id. */
+  content: string;
+  /** Raw RFC 5322 message for SMTP submissions (base64), else null. */
+  raw_message: string | null;
+  options: string;
+  total_accepted: number;
+  total_rejected: number;
+  start_time: string | null;
+  created_at: string;
+}
+
+export interface MessagesTable {
+  tenant_id: string;
+  id: string;
+  transmission_id: string;
+  recipient: string;
+  recipient_name: string | null;
+  recipient_domain: string;
+  substitution_data: string | null;
+  metadata: string | null;
+  state: string;
+  attempt_count: number;
+  next_attempt_at: string;
+  locked_until: string | null;
+  locked_by: string | null;
+  last_response: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeliveryAttemptsTable {
+  tenant_id: string;
+  id: string;
+  message_id: string;
+  attempt: number;
+  started_at: string;
+  finished_at: string;
+  mx_host: string | null;
+  address: string | null;
+  tls: number;
+  outcome: string;
+  smtp_code: number | null;
+  enhanced_code: string | null;
+  response: string | null;
+  transcript: string | null;
+}
+
+export interface EventsTable {
+  tenant_id: string;
+  id: string;
+  type: string;
+  created_at: string;
+  transmission_id: string | null;
+  message_id: string | null;
+  recipient: string | null;
+  mail_type: string | null;
+  tags: string;
+  metadata: string;
+  data: string;
+}
+
+export interface WebhooksTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  url: string;
+  /** JSON array of event types, or ["*"]. */
+  events: string;
+  dispatch_policy: 'single' | 'batch';
+  batch_max_size: number;
+  batch_max_wait_ms: number;
+  enabled: number;
+  status: 'active' | 'disabled';
+  disabled_reason: string | null;
+  secret_enc: string;
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: string | null;
+  failing_since: string | null;
+  last_success_at: string | null;
+  last_failure_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookOutboxTable {
+  event_id: string;
+  tenant_id: string;
+}
+
+export interface WebhookQueueTable {
+  webhook_id: string;
+  id: string;
+  tenant_id: string;
+  /** JSON array of the unit's event ids. */
+  event_ids: string;
+  event_count: number;
+  oldest_event_at: string;
+  attempts: number;
+  next_attempt_at: string;
+  locked_until: string | null;
+  locked_by: string | null;
+  created_at: string;
+}
+
+export interface WebhookDeliveriesTable {
+  tenant_id: string;
+  id: string;
+  webhook_id: string;
+  created_at: string;
+  batch_id: string | null;
+  /** JSON array of the event ids the attempt carried. */
+  event_ids: string;
+  attempt: number;
+  outcome: 'delivered' | 'retrying' | 'failed';
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  next_attempt_at: string | null;
+  test: number;
+}
+
+export interface EventTagsTable {
+  tenant_id: string;
+  tag: string;
+  event_id: string;
+}
+
+export interface SendingDomainsTable {
+  tenant_id: string;
+  id: string;
+  /** Lower-case ASCII (punycode) name. Unique per tenant; at most one tenant holds it verified. */
+  domain: string;
+  status: 'pending' | 'verified' | 'failed';
+  dkim_selector: string;
+  /** PKCS#8 PEM sealed with the master key (lib/crypto encryptSecret); never stored in clear. */
+  dkim_private_key: string;
+  /** Base64 DER SubjectPublicKeyInfo: the p= of the DKIM record. */
+  dkim_public_key: string;
+  return_path_domain: string;
+  /** JSON array of the DNS records to publish, each with its status and last check. */
+  records: string;
+  /** Why the domain is not verified (a sentence), null when verified or never checked. */
+  status_reason: string | null;
+  verified_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface LeasesTable {
+  name: string;
+  holder: string;
+  locked_until: string;
+}
+
+export interface RateLimitBucketsTable {
+  key: string;
+  tokens: number;
+  updated_ms: number;
+  last_allowed: number;
+}
+
+export interface DashboardUsersTable {
+  tenant_id: string;
+  id: string;
+  /** Lower-cased; unique across tenants (it alone picks the account at sign-in). */
+  email: string;
+  /** scrypt (lib/crypto.ts); null until a user invited by a one-time link sets a password. */
+  password_hash: string | null;
+  created_at: string;
+  updated_at: string;
+  last_login_at: string | null;
+}
+
+export interface DashboardSessionsTable {
+  /** SHA-256 hex of the session token in the cookie. */
+  id: string;
+  tenant_id: string;
+  user_id: string;
+  csrf_token: string;
+  via_link: number;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+}
+
+export interface DashboardLoginLinksTable {
+  /** SHA-256 hex of the link's token. */
+  id: string;
+  tenant_id: string;
+  user_id: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+export interface MigrationMarker {
+  id: Generated<number>;
+}
+
+export interface DB {
+  tenants: TenantsTable;
+  api_keys: ApiKeysTable;
+  smtp_credentials: SmtpCredentialsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  suppressions: SuppressionsTable;
+  transmissions: TransmissionsTable;
+  messages: MessagesTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  events: EventsTable;
+  leases: LeasesTable;
+  rate_limit_buckets: RateLimitBucketsTable;
+  sending_domains: SendingDomainsTable;
+  webhooks: WebhooksTable;
+  webhook_outbox: WebhookOutboxTable;
+  webhook_queue: WebhookQueueTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  event_tags: EventTagsTable;
+  dashboard_users: DashboardUsersTable;
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_login_links: DashboardLoginLinksTable;
+}

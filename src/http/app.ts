@@ -1,0 +1,182 @@
+import './types.ts';
+import multipart from '@fastify/multipart';
+import swagger from '@fastify/swagger';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Container } from '../container.ts';
+import { AppError } from '../lib/errors.ts';
+import { registerApiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
+import { registerEventRoutes } from '../modules/events/events.routes.ts';
+import { registerWebhookRoutes } from '../modules/webhooks/webhooks.routes.ts';
+import { registerDashboard } from '../modules/dashboard/index.ts';
+import { registerDomainRoutes } from '../modules/domains/domains.routes.ts';
+import { registerSuppressionRoutes } from '../modules/suppressions/suppressions.routes.ts';
+import { registerTransmissionRoutes } from '../modules/transmissions/transmissions.routes.ts';
+import { registerSmtpCredentialRoutes } from '../modules/smtp-credentials/smtp-credentials.routes.ts';
+import { installErrorHandler, sendError } from './error-handler.ts';
+import { installAuth } from './plugins/auth.ts';
+import { installMetrics } from './plugins/metrics.ts';
+import { installRateLimit } from './plugins/rate-limit.ts';
+import { genRequestId } from './plugins/request-id.ts';
+import { ErrorBody } from './schemas.ts';
+import { registerTenantLimitCache } from './tenant-limits.ts';
+
+export type App = FastifyInstance;
+
+/** Feature routes register here; later modules append to this list. */
+export type RouteModule = (app: FastifyInstance, c: Container) => void | Promise<void>;
+const ROUTE_MODULES: RouteModule[] = [
+  registerApiKeyRoutes,
+  registerSmtpCredentialRoutes,
+  registerSuppressionRoutes,
+  registerTransmissionRoutes,
+  registerEventRoutes,
+  registerWebhookRoutes,
+  registerDomainRoutes,
+  registerDashboard,
+];
+
+function makeAjv(coerce: boolean) {
+  // Bodies are never coerced ("5" stays a string and fails an integer rule); queries are.
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+  });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+/** Builds the HTTP app without listening (tests use inject; main.ts listens). */
+export async function buildApp(c: Container, extraModules: RouteModule[] = []): Promise<App> {
+  const app = Fastify({
+    loggerInstance: c.logger as FastifyBaseLogger,
+    // One log line per request, written by our onResponse hook (with tenant and timing).
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: genRequestId,
+    requestIdHeader: false,
+    bodyLimit: c.config.bodyLimitBytes,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    // While closing: idle connections are cut at once, requests in flight finish, requests on
+    // kept-alive connections get the contract's 503, and after the grace period (hook below)
+    // whatever is left (e.g. a client stuck mid-upload) is cut too.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+    // Malformed URLs and over-long path parameters are refused by the router before any hook:
+    // answer them like every other unknown path (contract error body, X-Request-ID).
+    frameworkErrors: (_err, req, reply) => {
+      reply.header('X-Request-ID', req.id);
+      return sendError(reply, 'not_found', [{ code: 'not_found', message: 'No such resource' }]);
+    },
+  }) as unknown as FastifyInstance;
+
+  const bodyAjv = makeAjv(false);
+  const queryAjv = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema as object),
+  );
+
+  installErrorHandler(app);
+  app.addSchema(ErrorBody);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Postyard API',
+        version: '1.0.0',
+        description: 'Send email over HTTP and SMTP. See docs/api.md for the full reference.',
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'pyk_...' } } },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(multipart, {
+    limits: { fileSize: c.config.importLimitBytes, files: 1, fields: 10, parts: 20 },
+  });
+
+  const routes: { method: string; pattern: RegExp }[] = [];
+  app.addHook('onRoute', (r) => {
+    const methods = Array.isArray(r.method) ? r.method : [r.method];
+    const pattern = new RegExp(`^${r.url.replace(/:[^/]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
+    for (const m of methods) routes.push({ method: m, pattern });
+  });
+
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+    setTimeout(() => app.server.closeAllConnections(), c.config.shutdownGraceSeconds * 1000).unref();
+  });
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Request-ID', req.id);
+    if (closing) {
+      return sendError(reply, 'unavailable', [{ code: 'unavailable', message: 'Server is shutting down; retry' }], {
+        'Retry-After': '1',
+        Connection: 'close',
+      });
+    }
+  });
+  installAuth(app, c.apiKeys);
+  installRateLimit(app, c.rateLimiter, {
+    rps: c.config.rateLimitRps,
+    burst: c.config.rateLimitBurst,
+    tenantLimits: registerTenantLimitCache(c),
+  });
+
+  // JSON endpoints answer 415 for any other Content-Type, including none (CONTRACT section 1).
+  app.addHook('preValidation', async (req) => {
+    if (!req.routeOptions.schema?.body) return;
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type === 'application/json') return;
+    if (type === 'multipart/form-data' && req.routeOptions.config?.multipart) return;
+    throw new AppError('unsupported_media_type', 'Content-Type must be application/json');
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info(
+      {
+        method: req.method,
+        url: req.url.split('?')[0],
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+        tenant: req.auth?.tenantId,
+      },
+      'request',
+    );
+  });
+
+  installMetrics(app, c.metrics);
+
+  app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_req, reply) => {
+    try {
+      await c.database.ping();
+      return { status: 'ready' };
+    } catch {
+      return sendError(reply, 'unavailable', [{ code: 'unavailable', message: 'Database unreachable' }]);
+    }
+  });
+  app.get('/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+
+  for (const mod of [...ROUTE_MODULES, ...extraModules]) await mod(app, c);
+
+  app.setNotFoundHandler(async (req, reply) => {
+    const path = req.url.split('?')[0] ?? '/';
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      reply.header('Allow', allowed.join(', '));
+      return sendError(reply, 'method_not_allowed', [
+        { code: 'method_not_allowed', message: `${req.method} is not allowed here; use ${allowed.join(', ')}` },
+      ]);
+    }
+    return sendError(reply, 'not_found', [{ code: 'not_found', message: `No route for ${req.method} ${path}` }]);
+  });
+
+  return app;
+}

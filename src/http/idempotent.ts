@@ -1,0 +1,40 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Transaction } from 'kysely';
+import type { Container } from '../container.ts';
+import type { DB } from '../db/schema.ts';
+import type { IdempotentResult } from '../modules/idempotency/idempotency.service.ts';
+import { authOf } from './plugins/auth.ts';
+
+/**
+ * Runs a create-style handler through the idempotency mechanism and sends its answer.
+ * `work` gets the transaction in which its side effect must happen.
+ */
+export async function replyIdempotent(
+  c: Container,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  work: (trx: Transaction<DB>) => Promise<IdempotentResult>,
+  opts: {
+    secretFields?: readonly string[];
+    /** Transaction runner, e.g. the group commit of the accept path. */
+    runner?: <T>(work: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
+  } = {},
+) {
+  const auth = authOf(req);
+  const header = req.headers['idempotency-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  const path = req.url.split('?')[0] ?? req.url;
+  const res = await c.idempotency.execute(
+    {
+      tenantId: auth.tenantId,
+      scope: `${req.method} ${path}`,
+      key,
+      body: req.body,
+      ...(opts.secretFields ? { secretFields: opts.secretFields } : {}),
+    },
+    work,
+    opts.runner ? { runner: opts.runner } : {},
+  );
+  if (res.replayed) reply.header('Idempotent-Replayed', 'true');
+  return reply.code(res.status).send(res.body);
+}

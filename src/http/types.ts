@@ -1,0 +1,16 @@
+import type { AuthContext } from '../modules/api-keys/api-keys.service.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Any one of these scopes grants access. Routes under /v1 without scopes are refused. */
+    scopes?: readonly string[];
+    /** Skips bearer auth (health, metrics, OpenAPI). */
+    public?: boolean;
+    /** Accepts multipart/form-data besides JSON. */
+    multipart?: boolean;
+  }
+  interface FastifyRequest {
+    auth: AuthContext | null;
+    startedAt: bigint;
+  }
+}

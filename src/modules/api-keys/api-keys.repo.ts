@@ -1,0 +1,45 @@
+import type { Executor } from '../../db/executor.ts';
+import type { ApiKeysTable } from '../../db/schema.ts';
+
+export async function insertApiKey(db: Executor, row: ApiKeysTable): Promise<void> {
+  await db.insertInto('api_keys').values(row).execute();
+}
+
+export async function findActiveKeyByHash(db: Executor, keyHash: string): Promise<ApiKeysTable | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('key_hash', '=', keyHash)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function listApiKeys(
+  db: Executor,
+  tenantId: string,
+  opts: { limit: number; afterId?: string },
+): Promise<ApiKeysTable[]> {
+  let q = db.selectFrom('api_keys').selectAll().where('tenant_id', '=', tenantId).where('deleted_at', 'is', null);
+  if (opts.afterId) q = q.where('id', '<', opts.afterId);
+  return q
+    .orderBy('id', 'desc')
+    .limit(opts.limit + 1)
+    .execute();
+}
+
+/** Soft delete: the row stays for audit, the key stops authenticating. Returns false if absent. */
+export async function deleteApiKey(db: Executor, tenantId: string, id: string, at: string): Promise<boolean> {
+  const res = await db
+    .updateTable('api_keys')
+    .set({ deleted_at: at })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+export async function touchApiKeys(db: Executor, ids: string[], at: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('api_keys').set({ last_used_at: at }).where('id', 'in', ids).execute();
+}

@@ -1,0 +1,239 @@
+import type { MultipartFile } from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Container } from '../../container.ts';
+import { IdParams, PageQuery } from '../../http/schemas.ts';
+import { AppError, validationError } from '../../lib/errors.ts';
+import { SCOPES } from '../api-keys/scopes.ts';
+import type { EventsQueryInput } from '../events/events.service.ts';
+import {
+  MAX_DESCRIPTION_CHARS,
+  REASON_CATEGORIES,
+  SUPPRESSION_TYPES,
+  type SuppressionItemInput,
+} from '../suppressions/suppressions.service.ts';
+import {
+  CreateWebhookBody,
+  type CreateWebhookInput,
+  UpdateWebhookBody,
+  type UpdateWebhookInput,
+} from '../webhooks/webhooks.schema.ts';
+import { sessionOf } from './session.plugin.ts';
+import { overviewStats, RANGES, type RangeName } from './stats.ts';
+
+/**
+ * The dashboard's JSON API: thin routes over the same services as /v1 (so every rule, limit and
+ * tenant check is the same), authenticated by the session instead of a bearer key. A signed-in
+ * user acts for the whole tenant (every scope). Hidden from the public OpenAPI document.
+ */
+const SESSION = { public: true, dashboard: 'session' } as const;
+const P = '/dashboard/api';
+
+type Page = { limit: number; cursor?: string };
+const id = (req: FastifyRequest) => (req.params as { id: string }).id;
+const tenant = (req: FastifyRequest) => sessionOf(req).tenantId;
+const pageQuery = Type.Object(PageQuery);
+
+function schema(extra: Record<string, unknown> = {}) {
+  return { hide: true, ...extra };
+}
+
+const EventsQuery = Type.Object(
+  {
+    ...PageQuery,
+    type: Type.Optional(Type.String({ maxLength: 500 })),
+    recipient: Type.Optional(Type.String({ maxLength: 320 })),
+    transmission_id: Type.Optional(Type.String({ maxLength: 64 })),
+    message_id: Type.Optional(Type.String({ maxLength: 64 })),
+    tag: Type.Optional(Type.String({ maxLength: 64 })),
+    from: Type.Optional(Type.String({ maxLength: 40 })),
+    to: Type.Optional(Type.String({ maxLength: 40 })),
+  },
+  { additionalProperties: false },
+);
+
+const SuppressionBody = Type.Object(
+  {
+    identifier: Type.String({ minLength: 1, maxLength: 320 }),
+    type: Type.String({ enum: [...SUPPRESSION_TYPES] }),
+    reason_category: Type.String({ enum: [...REASON_CATEGORIES] }),
+    description: Type.Optional(Type.String({ maxLength: MAX_DESCRIPTION_CHARS })),
+  },
+  { additionalProperties: false },
+);
+
+/** The CSV part as chunks; 413 the moment the upload passes the import limit. */
+async function* csvChunks(part: MultipartFile, limitBytes: number): AsyncGenerator<Buffer> {
+  for await (const chunk of part.file) {
+    if (part.file.truncated) break;
+    yield chunk as Buffer;
+  }
+  if (part.file.truncated) {
+    throw new AppError('payload_too_large', `The file is larger than ${Math.round(limitBytes / 1048576)} MB`, {
+      field: 'file',
+    });
+  }
+}
+
+export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
+  const config = SESSION;
+
+  // ---- overview and activity ----------------------------------------------------------------
+  app.get(
+    `${P}/stats`,
+    {
+      config,
+      schema: schema({
+        querystring: Type.Object({ range: Type.Optional(Type.String({ enum: Object.keys(RANGES), default: '7d' })) }),
+      }),
+    },
+    async (req) => overviewStats(c.database.db, tenant(req), (req.query as { range: RangeName }).range),
+  );
+  app.get(`${P}/events`, { config, schema: schema({ querystring: EventsQuery }) }, async (req) =>
+    c.events.list(tenant(req), req.query as EventsQueryInput),
+  );
+  app.get(`${P}/messages/:id`, { config, schema: schema({ params: IdParams }) }, async (req) =>
+    c.transmissions.getMessage(tenant(req), id(req)),
+  );
+  app.get(`${P}/transmissions/:id`, { config, schema: schema({ params: IdParams }) }, async (req) =>
+    c.transmissions.get(tenant(req), id(req)),
+  );
+
+  // ---- API keys -------------------------------------------------------------------------------
+  app.get(`${P}/scopes`, { config, schema: schema() }, async () => ({ scopes: [...SCOPES] }));
+  app.get(`${P}/api-keys`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
+    const q = req.query as Page;
+    return c.apiKeys.list(tenant(req), q.limit, q.cursor);
+  });
+  app.post(
+    `${P}/api-keys`,
+    {
+      config,
+      schema: schema({
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            scopes: Type.Array(Type.String({ enum: [...SCOPES] }), { minItems: 1, maxItems: SCOPES.length * 2 }),
+          },
+          { additionalProperties: false },
+        ),
+      }),
+    },
+    async (req, reply) => reply.code(201).send(await c.apiKeys.create(tenant(req), req.body as never, 'all')),
+  );
+  app.delete(`${P}/api-keys/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
+    await c.apiKeys.delete(tenant(req), id(req));
+    return reply.code(204).send();
+  });
+
+  // ---- SMTP credentials -----------------------------------------------------------------------
+  app.get(`${P}/smtp-credentials`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
+    const q = req.query as Page;
+    return c.smtpCredentials.list(tenant(req), q.limit, q.cursor);
+  });
+  app.post(
+    `${P}/smtp-credentials`,
+    {
+      config,
+      schema: schema({
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+      }),
+    },
+    async (req, reply) => reply.code(201).send(await c.smtpCredentials.create(tenant(req), req.body as never)),
+  );
+  app.delete(`${P}/smtp-credentials/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
+    await c.smtpCredentials.delete(tenant(req), id(req));
+    return reply.code(204).send();
+  });
+
+  // ---- webhooks -------------------------------------------------------------------------------
+  app.get(`${P}/webhooks`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
+    const q = req.query as Page;
+    return c.webhooks.list(tenant(req), q.limit, q.cursor);
+  });
+  app.post(`${P}/webhooks`, { config, schema: schema({ body: CreateWebhookBody }) }, async (req, reply) =>
+    reply.code(201).send(await c.webhooks.create(tenant(req), req.body as CreateWebhookInput)),
+  );
+  app.patch(
+    `${P}/webhooks/:id`,
+    { config, schema: schema({ params: IdParams, body: UpdateWebhookBody }) },
+    async (req) => c.webhooks.update(tenant(req), id(req), req.body as UpdateWebhookInput),
+  );
+  app.delete(`${P}/webhooks/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
+    await c.webhooks.delete(tenant(req), id(req));
+    return reply.code(204).send();
+  });
+  app.post(`${P}/webhooks/:id/rotate-secret`, { config, schema: schema({ params: IdParams }) }, async (req) =>
+    c.webhooks.rotateSecret(tenant(req), id(req)),
+  );
+  app.post(`${P}/webhooks/:id/test`, { config, schema: schema({ params: IdParams }) }, async (req) =>
+    c.webhooks.test(tenant(req), id(req)),
+  );
+  app.get(
+    `${P}/webhooks/:id/deliveries`,
+    { config, schema: schema({ params: IdParams, querystring: pageQuery }) },
+    async (req) => {
+      const q = req.query as Page;
+      return c.webhooks.deliveries(tenant(req), id(req), q.limit, q.cursor);
+    },
+  );
+
+  // ---- suppressions ---------------------------------------------------------------------------
+  app.get(
+    `${P}/suppressions`,
+    {
+      config,
+      schema: schema({
+        querystring: Type.Object({
+          ...PageQuery,
+          type: Type.Optional(Type.String({ enum: [...SUPPRESSION_TYPES] })),
+          reason_category: Type.Optional(Type.String({ enum: [...REASON_CATEGORIES] })),
+          identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+        }),
+      }),
+    },
+    async (req) => c.suppressions.list(tenant(req), req.query as Page),
+  );
+  app.post(`${P}/suppressions`, { config, schema: schema({ body: SuppressionBody }) }, async (req) =>
+    c.suppressions.upsert(tenant(req), [req.body as SuppressionItemInput], { source: 'dashboard' }),
+  );
+  app.post(`${P}/suppressions/import`, { config: { ...config, multipart: true }, schema: schema() }, async (req) => {
+    if (!req.isMultipart())
+      throw new AppError('unsupported_media_type', 'Expected multipart/form-data with a CSV file');
+    const part = await req.file();
+    if (part?.fieldname !== 'file') {
+      throw validationError([{ field: 'file', message: 'A CSV file part named "file" is required' }]);
+    }
+    return c.suppressions.importCsv(tenant(req), csvChunks(part, c.config.importLimitBytes), { source: 'import' });
+  });
+  app.delete(`${P}/suppressions/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
+    await c.suppressions.delete(tenant(req), id(req));
+    return reply.code(204).send();
+  });
+
+  // ---- sending domains ------------------------------------------------------------------------
+  app.get(`${P}/domains`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
+    const q = req.query as Page;
+    return c.domains.list(tenant(req), q.limit, q.cursor);
+  });
+  app.post(
+    `${P}/domains`,
+    {
+      config,
+      schema: schema({
+        body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
+      }),
+    },
+    async (req, reply) => {
+      const prepared = await c.domains.prepare(req.body as { domain: string });
+      return reply.code(201).send(await c.domains.create(tenant(req), prepared));
+    },
+  );
+  app.post(`${P}/domains/:id/verify`, { config, schema: schema({ params: IdParams }) }, async (req) =>
+    c.domains.verify(tenant(req), id(req)),
+  );
+  app.delete(`${P}/domains/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
+    await c.domains.delete(tenant(req), id(req));
+    return reply.code(204).send();
+  });
+}

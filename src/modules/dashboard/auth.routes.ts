@@ -1,0 +1,116 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Container } from '../../container.ts';
+import { AppError } from '../../lib/errors.ts';
+import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type StartedSession } from './accounts.service.ts';
+import {
+  clearSessionCookie,
+  loginCsrfToken,
+  sendDashboardError,
+  sessionOf,
+  setSessionCookie,
+} from './session.plugin.ts';
+
+const PUBLIC = { public: true, dashboard: 'public' } as const;
+const SESSION = { public: true, dashboard: 'session' } as const;
+
+const LoginBody = Type.Object(
+  {
+    email: Type.String({ maxLength: 320 }),
+    password: Type.String({ maxLength: MAX_PASSWORD_CHARS }),
+  },
+  { additionalProperties: false },
+);
+
+const LinkBody = Type.Object({ token: Type.String({ maxLength: 200 }) }, { additionalProperties: false });
+
+const PasswordBody = Type.Object(
+  {
+    password: Type.String({ maxLength: MAX_PASSWORD_CHARS }),
+    current_password: Type.Optional(Type.String({ maxLength: MAX_PASSWORD_CHARS })),
+  },
+  { additionalProperties: false },
+);
+
+/** What the single-page app needs to know about the signed-in user. */
+async function sessionView(c: Container, req: FastifyRequest) {
+  const s = sessionOf(req);
+  const [user, tenant] = await Promise.all([c.dashboard.getUser(s.tenantId, s.userId), c.tenants.get(s.tenantId)]);
+  return {
+    authenticated: true,
+    csrf_token: s.csrfToken,
+    expires_at: s.expiresAt,
+    user: { id: user.id, email: user.email, has_password: user.has_password, last_login_at: user.last_login_at },
+    tenant: { id: tenant.id, name: tenant.name, default_from: tenant.default_from },
+    // A session from a one-time link may set a password without the current one (for a while).
+    password_reset_allowed: s.viaLink,
+    smtp: { port: c.config.smtpPort, implicit_tls_port: c.config.smtpsPort },
+  };
+}
+
+async function signedIn(c: Container, req: FastifyRequest, reply: FastifyReply, s: StartedSession) {
+  setSessionCookie(req, reply, s);
+  req.dashboardSession = s;
+  return sessionView(c, req);
+}
+
+/** Sign-in, sign-out, the current session and the password of the signed-in user. */
+export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) {
+  const hide = { hide: true } as const;
+
+  app.get('/dashboard/api/session', { config: PUBLIC, schema: hide }, async (req, reply) => {
+    if (req.dashboardSession) return sessionView(c, req);
+    return { authenticated: false, csrf_token: loginCsrfToken(req, reply) };
+  });
+
+  app.post('/dashboard/api/login', { config: PUBLIC, schema: { ...hide, body: LoginBody } }, async (req, reply) => {
+    const body = req.body as { email: string; password: string };
+    // Counted before the password is checked, so a locked-out guesser learns nothing more.
+    await c.dashboard.checkLoginRate(req.ip, normalizeLoginEmail(body.email));
+    const s = await c.dashboard.loginWithPassword(body.email, body.password);
+    if (!s) {
+      req.log.warn({ ip: req.ip }, 'dashboard sign-in failed');
+      return sendDashboardError(reply, 401, 'invalid_credentials', 'The email or password is incorrect');
+    }
+    return signedIn(c, req, reply, s);
+  });
+
+  app.post('/dashboard/api/login/link', { config: PUBLIC, schema: { ...hide, body: LinkBody } }, async (req, reply) => {
+    await c.dashboard.checkLoginRate(req.ip, '');
+    const s = await c.dashboard.loginWithLink((req.body as { token: string }).token);
+    if (!s) {
+      return sendDashboardError(
+        reply,
+        401,
+        'invalid_link',
+        'This sign-in link is invalid, expired or already used; ask for a new one (postyard users link)',
+      );
+    }
+    return signedIn(c, req, reply, s);
+  });
+
+  app.post('/dashboard/api/logout', { config: SESSION, schema: hide }, async (req, reply) => {
+    await c.dashboard.endSession(sessionOf(req).sessionId);
+    clearSessionCookie(req, reply);
+    return reply.code(204).send();
+  });
+
+  app.post(
+    '/dashboard/api/password',
+    { config: SESSION, schema: { ...hide, body: PasswordBody } },
+    async (req, reply) => {
+      const s = sessionOf(req);
+      try {
+        await c.dashboard.setPassword(s, req.body as { password: string; current_password?: string });
+      } catch (err) {
+        // A wrong current password counts against the sign-in limits like a failed sign-in.
+        if (err instanceof AppError && err.details.some((d) => d.field === 'current_password')) {
+          const user = await c.dashboard.getUser(s.tenantId, s.userId);
+          await c.dashboard.checkLoginRate(req.ip, user.email);
+        }
+        throw err;
+      }
+      return reply.code(204).send();
+    },
+  );
+}

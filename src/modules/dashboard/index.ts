@@ -1,0 +1,19 @@
+import type { FastifyInstance } from 'fastify';
+import type { Container } from '../../container.ts';
+import { registerDashboardApiRoutes } from './api.routes.ts';
+import { registerDashboardAuthRoutes } from './auth.routes.ts';
+import { registerDashboardPages } from './pages.ts';
+import { installDashboardSession } from './session.plugin.ts';
+
+/**
+ * The web dashboard (CONTRACT section 13): its pages and its JSON API under /dashboard/api, in an
+ * encapsulated plugin so the session hook never runs for /v1 (which accepts only bearer keys).
+ */
+export async function registerDashboard(app: FastifyInstance, c: Container) {
+  await app.register(async (child) => {
+    installDashboardSession(child, c.dashboard);
+    registerDashboardAuthRoutes(child, c);
+    registerDashboardApiRoutes(child, c);
+    await registerDashboardPages(child);
+  });
+}

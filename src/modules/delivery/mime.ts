@@ -1,0 +1,143 @@
+/**
+ * Builds the RFC 5322 message of one delivery, and does {{var}} substitution.
+ *
+ * Design notes
+ * - MIME is nodemailer's MailComposer: battle-tested multipart/alternative and multipart/mixed
+ *   trees, quoted-printable/base64 transfer encodings, RFC 2047 encoded words for UTF-8 subjects
+ *   and display names, and line folding. We only map our input onto it.
+ * - File and URL access are turned off: attachments arrive as bytes, and a path or URL smuggled
+ *   into the options must never make the worker read the disk or fetch from the network.
+ * - Custom headers cannot replace the structure or identity of the message (Content-Type,
+ *   From, Message-ID, DKIM-Signature, ...): those are dropped here as defence in depth; the API
+ *   is expected to refuse them earlier with 422, using isReservedHeader().
+ * - substitute() is deliberately tiny: `{{ name }}` or `{{ a.b }}`, missing values become '',
+ *   HTML-escaped when asked. No logic, no raw output, no prototype walking.
+ */
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+
+export interface MessageAttachment {
+  filename: string;
+  contentType: string;
+  content: Buffer;
+}
+
+export interface BuildMessageInput {
+  /** 'a@b.example' or 'Name <a@b.example>' (UTF-8 names are fine). */
+  from: string;
+  to: { email: string; name?: string };
+  replyTo?: string;
+  subject: string;
+  text?: string;
+  html?: string;
+  headers?: Record<string, string>;
+  attachments?: MessageAttachment[];
+  /** Without angle brackets, e.g. '0193...@mail.example.com'. */
+  messageId: string;
+  /** Default: now. */
+  date?: Date;
+  /** Full List-Unsubscribe value, e.g. '<https://x/u/1>, <mailto:u@x?subject=1>'. */
+  listUnsubscribe?: string;
+  /** Adds `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058); default false. */
+  listUnsubscribeOneClick?: boolean;
+}
+
+/**
+ * Headers a caller may not set: they define the message's structure, identity or route. The
+ * API refuses them with 422 (transmissions.validate.ts) and buildMessage drops them as a backstop.
+ */
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'sender',
+  'reply-to',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'content-disposition',
+  'dkim-signature',
+  'return-path',
+  'received',
+  'list-unsubscribe',
+  'list-unsubscribe-post',
+  'x-postyard-options',
+]);
+
+/** RFC 5322 field-name: printable ASCII except ':'. */
+export const HEADER_NAME = /^[!-9;-~]+$/;
+
+/** True when `name` is not a valid header name or is one the system sets itself. */
+export function isReservedHeader(name: string): boolean {
+  return !HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase());
+}
+
+/** Composes the message. Resolves to the raw bytes, CRLF line endings, ready for DKIM and DATA. */
+export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(input.headers ?? {})) {
+    if (!isReservedHeader(name)) headers[name] = value;
+  }
+  if (input.listUnsubscribe) {
+    headers['List-Unsubscribe'] = input.listUnsubscribe;
+    if (input.listUnsubscribeOneClick) headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
+  }
+
+  const composer = new MailComposer({
+    from: input.from,
+    to: input.to.name ? { name: input.to.name, address: input.to.email } : input.to.email,
+    replyTo: input.replyTo,
+    subject: input.subject,
+    text: input.text,
+    html: input.html,
+    headers,
+    attachments: (input.attachments ?? []).map((a) => ({
+      filename: a.filename,
+      contentType: a.contentType,
+      content: a.content,
+    })),
+    messageId: `<${input.messageId}>`,
+    date: input.date ?? new Date(),
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+  return composer.compile().build();
+}
+
+export interface SubstituteOptions {
+  /** Escape substituted values for HTML (use for the html part); default false. */
+  escapeHtml?: boolean;
+}
+
+const VARIABLE = /\{\{\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*\}\}/g;
+
+/** Replaces `{{ name }}` / `{{ a.b }}` with values from `data`; unknown or non-scalar values give ''. */
+export function substitute(template: string, data: Record<string, unknown>, options: SubstituteOptions = {}): string {
+  return template.replace(VARIABLE, (_m, path: string) => {
+    const value = lookup(data, path);
+    if (value === undefined) return '';
+    return options.escapeHtml ? escapeHtml(value) : value;
+  });
+}
+
+function lookup(data: unknown, path: string): string | undefined {
+  let current: unknown = data;
+  for (const key of path.split('.')) {
+    // Own properties only: '{{constructor}}' or '{{__proto__}}' must not reach Object.prototype.
+    if (current === null || typeof current !== 'object' || !Object.hasOwn(current, key)) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  if (typeof current === 'string') return current;
+  if (typeof current === 'number' || typeof current === 'boolean' || typeof current === 'bigint')
+    return String(current);
+  return undefined;
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
+}

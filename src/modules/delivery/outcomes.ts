@@ -1,0 +1,167 @@
+import type { Database } from '../../db/index.ts';
+import { insertMany } from '../../db/batch.ts';
+import type { DeliveryAttemptsTable, MessagesTable } from '../../db/schema.ts';
+import { isoAt, nowIso } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import { insertEvents } from '../events/events.repo.ts';
+import type { NewEvent } from '../events/events.types.ts';
+import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+import type { BounceClassification } from './bounce-rules.ts';
+
+export interface AttemptRecord {
+  startedAt: string;
+  finishedAt: string;
+  mxHost: string | null;
+  address: string | null;
+  tls: boolean;
+  smtpCode: number | null;
+  enhancedCode: string | null;
+  response: string;
+  transcript: string[];
+}
+
+export interface MessageContext {
+  msg: MessagesTable;
+  mailType: string;
+  tags: string[];
+}
+
+export type Outcome = MessageContext &
+  (
+    | { kind: 'delivered'; attempt: AttemptRecord | null; sandbox?: boolean }
+    | { kind: 'bounced'; attempt: AttemptRecord | null; bounce: BounceClassification; diagnostic: string }
+    | { kind: 'deferred'; attempt: AttemptRecord | null; nextAttemptAtMs: number; diagnostic: string }
+    | { kind: 'failed'; attempt: AttemptRecord | null; reason: string }
+  );
+
+function eventFor(o: Outcome, attemptNo: number): NewEvent {
+  const base = {
+    tenantId: o.msg.tenant_id,
+    transmissionId: o.msg.transmission_id,
+    messageId: o.msg.id,
+    recipient: o.msg.recipient,
+    mailType: o.mailType,
+    tags: o.tags,
+    metadata: o.msg.metadata ? (JSON.parse(o.msg.metadata) as Record<string, string>) : {},
+  };
+  const a = o.attempt;
+  switch (o.kind) {
+    case 'delivered':
+      return {
+        ...base,
+        type: 'message.delivered',
+        data: {
+          mx_host: a?.mxHost ?? null,
+          smtp_response: a?.response ?? null,
+          tls: a?.tls ?? false,
+          attempt: attemptNo,
+          ...(o.sandbox ? { sandbox: true } : {}),
+        },
+      };
+    case 'bounced':
+      return {
+        ...base,
+        type: 'message.bounced',
+        data: {
+          bounce_type: o.bounce.bounceType,
+          category: o.bounce.category,
+          smtp_code: a?.smtpCode ?? null,
+          enhanced_code: a?.enhancedCode ?? null,
+          diagnostic: o.diagnostic,
+        },
+      };
+    case 'deferred':
+      return {
+        ...base,
+        type: 'message.deferred',
+        data: {
+          smtp_code: a?.smtpCode ?? null,
+          enhanced_code: a?.enhancedCode ?? null,
+          diagnostic: o.diagnostic,
+          next_attempt_at: isoAt(o.nextAttemptAtMs),
+        },
+      };
+    case 'failed':
+      return { ...base, type: 'message.failed', data: { reason: o.reason } };
+  }
+}
+
+const STATE: Record<Outcome['kind'], string> = {
+  delivered: 'delivered',
+  bounced: 'bounced',
+  deferred: 'deferred',
+  failed: 'failed',
+};
+
+/**
+ * Records a batch of outcomes in one transaction: message state, the attempt with its SMTP
+ * transcript, the event (the webhook outbox), and an automatic suppression for bad addresses.
+ * Only rows this worker still holds are written: if our lease ran out and another worker took
+ * the message, that worker reports it, so no outcome is reported twice.
+ */
+export async function recordOutcomes(
+  database: Database,
+  suppressions: SuppressionsService,
+  workerId: string,
+  outcomes: Outcome[],
+): Promise<number> {
+  if (outcomes.length === 0) return 0;
+  return database.db.transaction().execute(async (trx) => {
+    const now = nowIso();
+    const attempts: DeliveryAttemptsTable[] = [];
+    const events: NewEvent[] = [];
+    let written = 0;
+    for (const o of outcomes) {
+      const attemptNo = o.msg.attempt_count + (o.attempt ? 1 : 0);
+      const res = await trx
+        .updateTable('messages')
+        .set({
+          state: STATE[o.kind],
+          attempt_count: attemptNo,
+          next_attempt_at: o.kind === 'deferred' ? isoAt(o.nextAttemptAtMs) : o.msg.next_attempt_at,
+          locked_until: null,
+          locked_by: null,
+          last_response:
+            o.attempt?.response ?? (o.kind === 'failed' ? o.reason : o.kind === 'delivered' ? 'sandbox' : null),
+          updated_at: now,
+        })
+        .where('id', '=', o.msg.id)
+        .where('state', '=', 'sending')
+        .where('locked_by', '=', workerId)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) continue;
+      written++;
+      if (o.attempt) {
+        attempts.push({
+          tenant_id: o.msg.tenant_id,
+          id: newId(),
+          message_id: o.msg.id,
+          attempt: attemptNo,
+          started_at: o.attempt.startedAt,
+          finished_at: o.attempt.finishedAt,
+          mx_host: o.attempt.mxHost,
+          address: o.attempt.address,
+          tls: o.attempt.tls ? 1 : 0,
+          outcome: o.kind,
+          smtp_code: o.attempt.smtpCode,
+          enhanced_code: o.attempt.enhancedCode,
+          response: o.attempt.response.slice(0, 2000),
+          transcript: o.attempt.transcript.join('\n').slice(0, 20_000),
+        });
+      }
+      events.push(eventFor(o, attemptNo));
+      if (o.kind === 'bounced' && o.bounce.suppress) {
+        await suppressions.addAutomatic(trx, o.msg.tenant_id, {
+          identifier: o.msg.recipient,
+          type: 'email',
+          reason_category: 'hard_bounce',
+          source: 'bounce',
+          description: o.diagnostic.slice(0, 500),
+        });
+      }
+    }
+    await insertMany(trx, 'delivery_attempts', attempts);
+    await insertEvents(trx, events);
+    return written;
+  });
+}

@@ -1,0 +1,101 @@
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import type { MessagesTable } from '../../db/schema.ts';
+import { parseMailbox } from '../../lib/email.ts';
+import type { StoredContent } from '../transmissions/transmissions.validate.ts';
+import { dkimSign } from './dkim.ts';
+import { buildMessage, substitute } from './mime.ts';
+
+/** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
+export interface SigningKey {
+  domainName: string;
+  keySelector: string;
+  privateKeyPem: string;
+  returnPathDomain: string;
+}
+
+export type SigningKeyLookup = (tenantId: string, fromDomain: string) => Promise<SigningKey | null>;
+
+export interface TransmissionForDelivery {
+  id: string;
+  content: StoredContent;
+  /** SMTP submissions: the message as submitted (Bcc and X-Postyard-Options already removed). */
+  raw: Buffer | null;
+  options: { sandbox?: boolean };
+}
+
+export interface RenderedMessage {
+  envelopeFrom: string;
+  raw: Buffer;
+  signed: boolean;
+}
+
+const keyObjects = new Map<string, KeyObject>();
+function keyObject(pem: string): KeyObject {
+  let k = keyObjects.get(pem);
+  if (!k) {
+    // Parsing a PEM costs more than the signature itself: parse once per key.
+    if (keyObjects.size > 1000) keyObjects.clear();
+    k = createPrivateKey(pem);
+    keyObjects.set(pem, k);
+  }
+  return k;
+}
+
+/** Adds Message-ID and Date to a submitted message that lacks them (RFC 5322 requires Date). */
+function ensureHeaders(raw: Buffer, messageId: string): Buffer {
+  const text = raw.toString('latin1');
+  const end = text.search(/\r?\n\r?\n/);
+  const head = end >= 0 ? text.slice(0, end) : text;
+  const add: string[] = [];
+  if (!/^message-id:/im.test(head)) add.push(`Message-ID: <${messageId}>`);
+  if (!/^date:/im.test(head)) add.push(`Date: ${new Date().toUTCString().replace('GMT', '+0000')}`);
+  if (add.length === 0) return raw;
+  return Buffer.concat([Buffer.from(`${add.join('\r\n')}\r\n`, 'latin1'), raw]);
+}
+
+/**
+ * Turns a queued message into the bytes that leave: per-recipient substitution (HTML-escaped in
+ * the html part), MIME, Message-ID `<message id>@<from domain>`, Return-Path (envelope sender)
+ * `bounces+<message id>@<return-path domain>` so asynchronous bounces can be matched, and the
+ * DKIM signature of the From domain's key.
+ */
+export async function renderMessage(
+  msg: MessagesTable,
+  tx: TransmissionForDelivery,
+  key: SigningKey | null,
+): Promise<RenderedMessage> {
+  const from = parseMailbox(tx.content.from);
+  const fromDomain = from?.email.split('@')[1] ?? 'localhost';
+  const messageId = `${msg.id}@${fromDomain}`;
+  let raw: Buffer;
+  if (tx.raw) {
+    raw = ensureHeaders(tx.raw, messageId);
+  } else {
+    const data: Record<string, unknown> = msg.substitution_data ? JSON.parse(msg.substitution_data) : {};
+    const c = tx.content;
+    raw = await buildMessage({
+      from: c.from,
+      to: { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) },
+      ...(c.reply_to ? { replyTo: c.reply_to } : {}),
+      subject: substitute(c.subject ?? '', data),
+      ...(c.text !== null ? { text: substitute(c.text, data) } : {}),
+      ...(c.html !== null ? { html: substitute(c.html, data, { escapeHtml: true }) } : {}),
+      headers: c.headers,
+      attachments: c.attachments.map((a) => ({
+        filename: a.filename,
+        contentType: a.content_type,
+        content: Buffer.from(a.data, 'base64'),
+      })),
+      messageId,
+    });
+  }
+  const returnPathDomain = key?.returnPathDomain ?? fromDomain;
+  const envelopeFrom = `bounces+${msg.id}@${returnPathDomain}`;
+  if (!key) return { envelopeFrom, raw, signed: false };
+  const signedRaw = dkimSign(raw, {
+    domainName: key.domainName,
+    keySelector: key.keySelector,
+    privateKey: keyObject(key.privateKeyPem),
+  });
+  return { envelopeFrom, raw: signedRaw, signed: true };
+}

@@ -1,0 +1,140 @@
+/**
+ * Outbound SMTP: one connection to one destination host (MX or relay), several messages over it.
+ *
+ * Design notes
+ * - Built on nodemailer's SMTPConnection (greeting, EHLO/HELO fallback, PIPELINING, SIZE,
+ *   8BITMIME, dot-stuffing, AUTH for relays). smtp-session.ts adds what an MTA needs around it:
+ *   results as values, per-message transcripts, timeouts per step, and TLS fallback.
+ * - Results are never thrown. A failure says whether it is permanent (a 5xx reply to MAIL, RCPT
+ *   or DATA, or a message the server's advertised SIZE refuses) and at which stage. Everything at
+ *   connection level (refused, dropped, timeout, a 5xx greeting, AUTH) is transient for the
+ *   message, as in Postfix: another MX or a later try may work.
+ * - A session that failed to open is still a session: `connectFailure` says why, and every send
+ *   returns that failure, so callers treat all messages alike. When `alive` turns false the caller
+ *   opens a new session (or moves to the next MX); there are no hidden reconnects.
+ * - Opportunistic TLS (CONTRACT 12): STARTTLS when offered, certificate not verified; when the
+ *   handshake fails we reconnect once in plain text and say so in the transcript.
+ */
+import { Session } from './smtp-session.ts';
+
+export { parseReply } from './smtp-session.ts';
+
+export type SmtpStage = 'connect' | 'ehlo' | 'auth' | 'mail' | 'rcpt' | 'data' | 'timeout';
+
+export interface RecipientRejection {
+  recipient: string;
+  code?: number;
+  enhancedCode?: string;
+  response: string;
+}
+
+export type AttemptResult =
+  | {
+      ok: true;
+      response: string;
+      code?: number;
+      enhancedCode?: string;
+      tls: boolean;
+      transcript: string[];
+      rejectedRecipients: RecipientRejection[];
+    }
+  | AttemptFailure;
+
+export interface AttemptFailure {
+  ok: false;
+  permanent: boolean;
+  code?: number;
+  enhancedCode?: string;
+  response: string;
+  tls: boolean;
+  transcript: string[];
+  stage: SmtpStage;
+}
+
+export interface SmtpTimeouts {
+  /** TCP connect; default 30 s. */
+  connectMs: number;
+  /** Waiting for the 220 greeting; default 120 s. */
+  greetingMs: number;
+  /** Each command's reply (EHLO, MAIL, RCPT, DATA, RSET) and the TLS handshake; default 120 s. */
+  commandMs: number;
+  /** From the 354 to the reply after the final dot; default 600 s (RFC 5321 4.5.3.2). */
+  dataMs: number;
+}
+
+export const DEFAULT_SMTP_TIMEOUTS: SmtpTimeouts = {
+  connectMs: 30_000,
+  greetingMs: 120_000,
+  commandMs: 120_000,
+  dataMs: 600_000,
+};
+
+export interface SessionOptions {
+  /** Host name of the MX (or relay): used for SNI and in the transcript. */
+  host: string;
+  /** IP address to connect to; default: `host`, which nodemailer resolves with the system resolver. */
+  address?: string;
+  /** Default 25. */
+  port?: number;
+  /** Our EHLO name: a FQDN or an address literal such as '[192.0.2.1]'. */
+  ehloName: string;
+  timeouts?: Partial<SmtpTimeouts>;
+  /** 'opportunistic' (default): STARTTLS when offered, plain text if it fails. 'none': never. */
+  tlsMode?: 'opportunistic' | 'none';
+  /** Implicit TLS from the first byte (a relay on port 465); default false. */
+  secure?: boolean;
+  auth?: { user: string; pass: string };
+  /** Local address to bind (IP pools). */
+  localAddress?: string;
+}
+
+export interface OutboundMessage {
+  envelopeFrom: string;
+  recipients: string[];
+  raw: Buffer;
+}
+
+export interface SmtpSession {
+  /** Null when connect, EHLO, STARTTLS and AUTH went through; else the failure every send returns. */
+  readonly connectFailure: AttemptFailure | null;
+  /** The connection is up and can take another message. */
+  readonly alive: boolean;
+  readonly tls: boolean;
+  /** STARTTLS failed and the session runs in plain text on a second connection. */
+  readonly tlsFallback: boolean;
+  send(message: OutboundMessage): Promise<AttemptResult>;
+  close(): Promise<void>;
+}
+
+/** Opens a connection (and TLS, and AUTH); never throws: check `connectFailure`, or just send. */
+export async function openSession(options: SessionOptions): Promise<SmtpSession> {
+  const session = new Session(options, { ...DEFAULT_SMTP_TIMEOUTS, ...options.timeouts });
+  await session.open();
+  return session;
+}
+
+export interface RelayConfig {
+  host: string;
+  port: number;
+  secure: boolean;
+  auth?: { user: string; pass: string };
+}
+
+/** Parses POSTYARD_RELAY_URL: smtp://user:pass@host:port (default 587) or smtps://... (465). */
+export function relayFromUrl(value: string): RelayConfig {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error('relay URL is not a valid URL (expected smtp://user:pass@host:port)');
+  }
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
+    throw new Error(`relay URL must start with smtp:// or smtps://, not ${url.protocol}//`);
+  }
+  if (!url.hostname) throw new Error('relay URL has no host');
+  const secure = url.protocol === 'smtps:';
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const config: RelayConfig = { host, port: url.port ? Number(url.port) : secure ? 465 : 587, secure };
+  if (url.username) config.auth = { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) };
+  return config;
+}

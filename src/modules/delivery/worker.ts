@@ -1,0 +1,369 @@
+import type { Logger } from 'pino';
+import type { Database } from '../../db/index.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import { isoAt } from '../../lib/clock.ts';
+import { parseMailbox } from '../../lib/email.ts';
+import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+import type { StoredContent } from '../transmissions/transmissions.validate.ts';
+import { nextAttemptAt } from './bounce-rules.ts';
+import {
+  attemptRecord,
+  classifyFailure,
+  connectRoute,
+  type Route,
+  type RoutingOptions,
+  routeFor,
+  SiteSlots,
+} from './destination.ts';
+import { type Outcome, recordOutcomes } from './outcomes.ts';
+import { claimDueMessages, loadTransmission } from './queue.repo.ts';
+import { renderMessage, type SigningKeyLookup, type TransmissionForDelivery } from './renderer.ts';
+import type { SmtpTimeouts } from './smtp-client.ts';
+
+export interface DeliveryWorkerOptions {
+  workerId: string;
+  database: Database;
+  suppressions: SuppressionsService;
+  logger: Logger;
+  routing: RoutingOptions;
+  signingKey: SigningKeyLookup;
+  ehloName: string;
+  /** Messages claimed per query; default 200. */
+  batchSize?: number;
+  /** Claim lease; a crashed worker's messages come back after it. Default 300 s. */
+  leaseMs?: number;
+  /** Idle poll interval; default 250 ms. */
+  pollMs?: number;
+  /** Claimed-but-unfinished messages held in memory at most; default 2000. */
+  maxInflight?: number;
+  timeouts?: Partial<SmtpTimeouts>;
+}
+
+interface Job {
+  msg: MessagesTable;
+  tx: TransmissionForDelivery & { mailType: string; tags: string[]; createdAtMs: number };
+  claimedAtMs: number;
+}
+
+interface DomainQueue {
+  jobs: Job[];
+  lanes: number;
+  route: Promise<Awaited<ReturnType<typeof routeFor>>> | null;
+}
+
+/**
+ * The delivery worker: claims due messages with a lease, sorts them into ready queues per
+ * recipient domain, and drains each queue over reused SMTP sessions ("lanes") within the
+ * per-site connection limits of the shaping table. Outcomes are recorded in batches.
+ */
+export class DeliveryWorker {
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private inflight = 0;
+  private readonly queues = new Map<string, DomainQueue>();
+  private readonly slots = new SiteSlots();
+  private readonly txCache = new Map<string, Job['tx']>();
+  private pending: Outcome[] = [];
+  private flushing: Promise<void> | null = null;
+  private readonly lanes = new Set<Promise<void>>();
+  private wake: (() => void) | null = null;
+  readonly o: Required<Omit<DeliveryWorkerOptions, 'timeouts'>> & { timeouts?: Partial<SmtpTimeouts> };
+
+  constructor(opts: DeliveryWorkerOptions) {
+    this.o = { batchSize: 200, leaseMs: 300_000, pollMs: 250, maxInflight: 2000, ...opts };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops claiming, lets lanes finish their current message, releases the rest, flushes. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    for (const q of this.queues.values()) {
+      const jobs = q.jobs.splice(0);
+      if (jobs.length) await this.release(jobs);
+    }
+    await Promise.allSettled([...this.lanes]);
+    await this.flush();
+  }
+
+  /** Nudges an idle worker (after an accept in the same process). */
+  notify(): void {
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let claimed: MessagesTable[] = [];
+      if (this.inflight < this.o.maxInflight) {
+        try {
+          const n = Math.min(this.o.batchSize, this.o.maxInflight - this.inflight);
+          claimed = await claimDueMessages(this.o.database, this.o.workerId, n, this.o.leaseMs);
+        } catch (err) {
+          this.o.logger.error({ err }, 'claiming messages failed');
+        }
+      }
+      if (claimed.length) {
+        this.inflight += claimed.length;
+        await this.dispatch(claimed);
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.o.pollMs);
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.wake = null;
+    }
+  }
+
+  private async transmission(msg: MessagesTable): Promise<Job['tx'] | null> {
+    const hit = this.txCache.get(msg.transmission_id);
+    if (hit) return hit;
+    const row = await loadTransmission(this.o.database.db, msg.tenant_id, msg.transmission_id);
+    if (!row) return null;
+    const tx = {
+      id: row.id,
+      content: JSON.parse(row.content) as StoredContent,
+      raw: row.raw_message ? Buffer.from(row.raw_message, 'base64') : null,
+      options: JSON.parse(row.options) as { sandbox?: boolean },
+      mailType: row.mail_type,
+      tags: JSON.parse(row.tags) as string[],
+      createdAtMs: Date.parse(row.created_at),
+    };
+    if (this.txCache.size > 500) this.txCache.delete(this.txCache.keys().next().value as string);
+    this.txCache.set(row.id, tx);
+    return tx;
+  }
+
+  private async dispatch(claimed: MessagesTable[]): Promise<void> {
+    const now = Date.now();
+    for (const msg of claimed) {
+      const tx = await this.transmission(msg);
+      if (!tx) {
+        this.complete({
+          msg,
+          mailType: 'transactional',
+          tags: [],
+          kind: 'failed',
+          attempt: null,
+          reason: 'transmission not found',
+        });
+        continue;
+      }
+      if (tx.options.sandbox) {
+        this.complete({ msg, mailType: tx.mailType, tags: tx.tags, kind: 'delivered', attempt: null, sandbox: true });
+        continue;
+      }
+      const key = this.o.routing.relay ? '*relay*' : msg.recipient_domain;
+      let q = this.queues.get(key);
+      if (!q) {
+        q = { jobs: [], lanes: 0, route: null };
+        this.queues.set(key, q);
+      }
+      q.jobs.push({ msg, tx, claimedAtMs: now });
+      this.pump(key, q);
+    }
+  }
+
+  /** Starts lanes for a domain queue up to its site's connection limit. */
+  private pump(domain: string, q: DomainQueue): void {
+    q.route ??= routeFor(domain, this.o.routing).finally(() => {
+      // Re-resolve for the next batch (the resolver caches by TTL).
+      setTimeout(() => {
+        q.route = null;
+      }, 1000).unref();
+    });
+    void q.route.then((r) => {
+      if (!r.ok) {
+        for (const job of q.jobs.splice(0)) this.routeFailure(job, r);
+        return;
+      }
+      const wanted = Math.min(r.route.limits.maxConnections, Math.ceil(q.jobs.length / 10));
+      while (
+        q.lanes < wanted &&
+        q.jobs.length > 0 &&
+        this.slots.tryAcquire(r.route.site, r.route.limits.maxConnections)
+      ) {
+        q.lanes++;
+        const lane = this.lane(q, r.route).finally(() => {
+          q.lanes--;
+          this.slots.release(r.route.site);
+          this.lanes.delete(lane);
+          if (q.jobs.length > 0) this.pump(domain, q);
+          else if (q.lanes === 0) this.queues.delete(domain);
+        });
+        this.lanes.add(lane);
+      }
+    });
+  }
+
+  private routeFailure(job: Job, r: { permanent: boolean; reason: string; enhancedCode: string }) {
+    const attempt = {
+      startedAt: new Date().toISOString(),
+      finishedAt: new Date().toISOString(),
+      mxHost: null,
+      address: null,
+      tls: false,
+      smtpCode: null,
+      enhancedCode: r.permanent ? r.enhancedCode : null,
+      response: r.reason,
+      transcript: [`DNS: ${r.reason}`],
+    };
+    if (r.permanent) {
+      const res = {
+        ok: false as const,
+        permanent: true,
+        code: 550,
+        enhancedCode: r.enhancedCode,
+        response: r.reason,
+        tls: false,
+        transcript: [],
+        stage: 'connect' as const,
+      };
+      this.complete({
+        msg: job.msg,
+        mailType: job.tx.mailType,
+        tags: job.tx.tags,
+        kind: 'bounced',
+        attempt,
+        bounce: classifyFailure(res).bounce,
+        diagnostic: r.reason,
+      });
+    } else this.defer(job, attempt, r.reason);
+  }
+
+  /** One SMTP session draining a domain queue. */
+  private async lane(q: DomainQueue, route: Route): Promise<void> {
+    const startedAt = new Date().toISOString();
+    const conn = await connectRoute(route, {
+      ehloName: this.o.ehloName,
+      ...(this.o.timeouts ? { timeouts: this.o.timeouts } : {}),
+    });
+    if (!conn.ok) {
+      // Nobody answers: every waiting message of this domain is deferred with that failure.
+      const attempt = attemptRecord(startedAt, conn.failure, conn.host, conn.address);
+      for (const job of q.jobs.splice(0)) this.defer(job, attempt, conn.failure.response);
+      return;
+    }
+    const { session, host, address } = conn.opened;
+    try {
+      for (let sent = 0; sent < route.limits.maxMessagesPerConnection && session.alive; sent++) {
+        const job = q.jobs.shift();
+        if (!job) break;
+        // Never send on a lease about to run out: another worker may already own the message.
+        if (Date.now() > job.claimedAtMs + this.o.leaseMs - Math.min(30_000, this.o.leaseMs / 4) || !this.running) {
+          await this.release([job]);
+          continue;
+        }
+        await this.sendOne(job, session, host, address);
+      }
+    } finally {
+      await session.close();
+    }
+  }
+
+  private async sendOne(
+    job: Job,
+    session: import('./smtp-client.ts').SmtpSession,
+    host: string,
+    address: string | null,
+  ) {
+    const startedAt = new Date().toISOString();
+    let rendered: Awaited<ReturnType<typeof renderMessage>>;
+    try {
+      const fromDomain = parseMailbox(job.tx.content.from)?.email.split('@')[1] ?? '';
+      rendered = await renderMessage(job.msg, job.tx, await this.o.signingKey(job.msg.tenant_id, fromDomain));
+    } catch (err) {
+      this.o.logger.error({ err, message: job.msg.id }, 'message could not be rendered');
+      this.complete({
+        msg: job.msg,
+        mailType: job.tx.mailType,
+        tags: job.tx.tags,
+        kind: 'failed',
+        attempt: null,
+        reason: 'message could not be built',
+      });
+      return;
+    }
+    const result = await session.send({
+      envelopeFrom: rendered.envelopeFrom,
+      recipients: [job.msg.recipient],
+      raw: rendered.raw,
+    });
+    const attempt = attemptRecord(startedAt, result, host, address);
+    const ctx = { msg: job.msg, mailType: job.tx.mailType, tags: job.tx.tags };
+    if (result.ok) {
+      this.complete({ ...ctx, kind: 'delivered', attempt });
+      return;
+    }
+    const c = classifyFailure(result);
+    if (c.transient) this.defer(job, attempt, result.response);
+    else this.complete({ ...ctx, kind: 'bounced', attempt, bounce: c.bounce, diagnostic: result.response });
+  }
+
+  private defer(job: Job, attempt: Outcome['attempt'], diagnostic: string) {
+    const ctx = { msg: job.msg, mailType: job.tx.mailType, tags: job.tx.tags };
+    const at = nextAttemptAt(job.msg.attempt_count + 1, job.tx.createdAtMs, Date.now());
+    if (at === null)
+      this.complete({ ...ctx, kind: 'failed', attempt, reason: `retries exhausted after 72 h: ${diagnostic}` });
+    else this.complete({ ...ctx, kind: 'deferred', attempt, nextAttemptAtMs: at, diagnostic });
+  }
+
+  /** Puts claimed-but-unsent messages back so any worker can take them at once. */
+  private async release(jobs: Job[]): Promise<void> {
+    const now = isoAt(Date.now());
+    for (const job of jobs) {
+      await this.o.database.db
+        .updateTable('messages')
+        .set({
+          state: job.msg.attempt_count > 0 ? 'deferred' : 'queued',
+          next_attempt_at: now,
+          locked_by: null,
+          locked_until: null,
+        })
+        .where('id', '=', job.msg.id)
+        .where('locked_by', '=', this.o.workerId)
+        .execute()
+        .catch((err) => this.o.logger.error({ err }, 'releasing a message failed'));
+      this.inflight--;
+    }
+  }
+
+  private complete(o: Outcome): void {
+    this.pending.push(o);
+    if (this.pending.length >= 100) void this.flush();
+    else if (!this.flushTimer) this.flushTimer = setTimeout(() => void this.flush(), 20);
+  }
+
+  private flushTimer: NodeJS.Timeout | null = null;
+
+  /** Writes buffered outcomes in one transaction (group commit). */
+  async flush(): Promise<void> {
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    while (this.flushing) await this.flushing;
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return;
+    this.flushing = recordOutcomes(this.o.database, this.o.suppressions, this.o.workerId, batch)
+      .then(() => undefined)
+      .catch((err) => {
+        // The messages stay leased and come back after the lease: delivered at least once.
+        this.o.logger.error({ err, count: batch.length }, 'recording delivery outcomes failed');
+      })
+      .finally(() => {
+        this.inflight -= batch.length;
+        this.flushing = null;
+      });
+    await this.flushing;
+  }
+}

@@ -1,0 +1,64 @@
+import type { Config } from '../../config.ts';
+import type { Executor } from '../../db/executor.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { SenderPolicy } from '../transmissions/transmissions.service.ts';
+import { listVerifiedDomainNames } from './domains.repo.ts';
+import { candidateDomains } from './domain-names.ts';
+
+/** Cap on the cache's age (CONTRACT: changes visible on every node within 5 s). */
+const MAX_TTL_MS = 5000;
+/** Default age: well inside the 5 s bound, like the API-key cache. */
+const DEFAULT_TTL_MS = 2000;
+const MAX_TENANTS = 10_000;
+
+/**
+ * Per-tenant set of verified domain names, cached briefly so accepting mail costs no extra
+ * query per request. The node that verifies or deletes a domain invalidates its entry at once;
+ * other nodes see the change within the TTL.
+ */
+export class VerifiedDomainsCache {
+  private readonly entries = new Map<string, { names: ReadonlySet<string>; expiresAt: number }>();
+
+  constructor(private readonly ttlMs = DEFAULT_TTL_MS) {}
+
+  async get(db: Executor, tenantId: string): Promise<ReadonlySet<string>> {
+    const now = Date.now();
+    const hit = this.entries.get(tenantId);
+    if (hit && hit.expiresAt > now) return hit.names;
+    const names = new Set(await listVerifiedDomainNames(db, tenantId));
+    if (this.ttlMs > 0) {
+      if (this.entries.size >= MAX_TENANTS) this.entries.clear();
+      this.entries.set(tenantId, { names, expiresAt: now + Math.min(this.ttlMs, MAX_TTL_MS) });
+    }
+    return names;
+  }
+
+  invalidate(tenantId: string): void {
+    this.entries.delete(tenantId);
+  }
+}
+
+/**
+ * The accept-time sender check (CONTRACT section 10). Outside development mode the From domain
+ * must be a verified sending domain of the tenant, or a subdomain of one: a DKIM signature by
+ * the parent domain aligns with the From under DMARC's relaxed alignment, as SES allows too.
+ * Pass the DomainsService's cache so this node's verifications and deletions apply at once.
+ */
+export function createSenderPolicy(
+  config: Pick<Config, 'devMode'>,
+  cache: VerifiedDomainsCache = new VerifiedDomainsCache(),
+): SenderPolicy {
+  return async (db, tenantId, fromDomain) => {
+    if (config.devMode) return;
+    const verified = await cache.get(db, tenantId);
+    const domain = fromDomain.toLowerCase();
+    if (domain && candidateDomains(domain).some((d) => verified.has(d))) return;
+    throw new AppError(
+      'sender_domain_not_verified',
+      domain
+        ? `The From domain ${domain} is not a verified sending domain of this account`
+        : 'The message has no From address on a verified sending domain',
+      { field: 'content.from' },
+    );
+  };
+}

@@ -1,0 +1,133 @@
+import { type Compilable, type SelectQueryBuilder, sql } from 'kysely';
+import type { Executor } from '../../db/executor.ts';
+import type { DB, EventsTable } from '../../db/schema.ts';
+
+export interface EventFilter {
+  limit: number;
+  types: string[];
+  recipient?: string;
+  transmissionId?: string;
+  messageId?: string;
+  tag?: string;
+  /** Inclusive lower bound on created_at (ISO-8601 UTC). */
+  from?: string;
+  /** Exclusive upper bound on created_at (ISO-8601 UTC). */
+  to?: string;
+  /** Keyset: only events with id < beforeId (the last id of the previous page). */
+  beforeId?: string;
+}
+
+/**
+ * Event ids are UUIDv7, minted right after created_at is read (events.repo.ts), so an id's time
+ * prefix is never earlier than its created_at. A time bound can therefore also bound the id, and
+ * the id range is what the (tenant_id, <filter>, id) indexes can seek to; without it, a window far
+ * in the past would walk every newer event first. The created_at conditions stay as the exact
+ * filter. TO_SLACK_MS covers the small gap between reading the clock and minting the ids.
+ */
+const TO_SLACK_MS = 60_000;
+
+/** The smallest UUIDv7 text of millisecond `ms` (ids compare as lower-case hex text). */
+export function uuidFloor(ms: number): string {
+  const hex = Math.max(0, Math.min(ms, 2 ** 48 - 1))
+    .toString(16)
+    .padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+type EventsQuery = SelectQueryBuilder<DB, 'events', EventsTable>;
+
+/** One newest-first keyset query; `types` undefined = every type. */
+function filtered(db: Executor, tenantId: string, f: EventFilter, types: string[] | undefined): EventsQuery {
+  // With a tag, the event_tags primary key (tenant_id, tag, event_id) drives the scan and its
+  // event_id column carries the ordering and the keyset/time bounds, so the planner can walk that
+  // index backwards and stop after `limit` rows.
+  // SQLite keeps the table order of a CROSS JOIN (PostgreSQL plans it like any inner join):
+  // without it SQLite may walk all the tenant's events and sort them.
+  const idCol = f.tag ? sql.ref<string>('event_tags.event_id') : sql.ref<string>('events.id');
+  let q = (
+    f.tag
+      ? db
+          .selectFrom('event_tags')
+          .crossJoin('events')
+          .selectAll('events')
+          .whereRef('events.id', '=', 'event_tags.event_id')
+          .where('event_tags.tenant_id', '=', tenantId)
+          .where('event_tags.tag', '=', f.tag)
+      : db.selectFrom('events').selectAll('events')
+  ).where('events.tenant_id', '=', tenantId) as EventsQuery;
+  if (types?.length === 1) q = q.where('events.type', '=', types[0] as string);
+  else if (types && types.length > 1) q = q.where('events.type', 'in', types);
+  if (f.recipient !== undefined) q = q.where('events.recipient', '=', f.recipient);
+  if (f.transmissionId !== undefined) q = q.where('events.transmission_id', '=', f.transmissionId);
+  if (f.messageId !== undefined) q = q.where('events.message_id', '=', f.messageId);
+  if (f.from !== undefined) {
+    q = q.where('events.created_at', '>=', f.from).where(idCol, '>=', uuidFloor(Date.parse(f.from)));
+  }
+  if (f.to !== undefined) {
+    q = q.where('events.created_at', '<', f.to).where(idCol, '<', uuidFloor(Date.parse(f.to) + TO_SLACK_MS));
+  }
+  if (f.beforeId !== undefined) q = q.where(idCol, '<', f.beforeId);
+  return q.orderBy(idCol, 'desc').limit(f.limit + 1);
+}
+
+/**
+ * GET /v1/events: `limit + 1` rows, newest first. Several types with no more selective filter
+ * become one index range per type (UNION ALL of per-type top-N, then the top N of those): a
+ * single `type IN (...)` would make the planner walk the whole tenant index when the types
+ * are rare.
+ */
+export function listEventsQuery(
+  db: Executor,
+  tenantId: string,
+  f: EventFilter,
+): Compilable<EventsTable> & { execute(): Promise<EventsTable[]> } {
+  const selective = f.recipient !== undefined || f.transmissionId !== undefined || f.messageId !== undefined || !!f.tag;
+  if (f.types.length <= 1 || selective) return filtered(db, tenantId, f, f.types.length ? f.types : undefined);
+  const parts = f.types.map((t, i) => db.selectFrom(filtered(db, tenantId, f, [t]).as(`p${i}`)).selectAll());
+  let union = parts[0] as (typeof parts)[number];
+  for (const p of parts.slice(1)) union = union.unionAll(p);
+  return db
+    .selectFrom(union.as('u'))
+    .selectAll()
+    .orderBy('id', 'desc')
+    .limit(f.limit + 1) as unknown as Compilable<EventsTable> & { execute(): Promise<EventsTable[]> };
+}
+
+export async function listEvents(db: Executor, tenantId: string, f: EventFilter): Promise<EventsTable[]> {
+  return listEventsQuery(db, tenantId, f).execute();
+}
+
+/**
+ * Up to `chunk` ids of events created before `cutoff` that no webhook may still have to deliver:
+ * not waiting for fan-out (webhook_outbox), and not as new as the oldest event of a delivery
+ * unit of its tenant still queued (units hold their event ids in JSON, so the check is by time;
+ * it is conservative and ends with the unit, within the ~28 h of the retry schedule).
+ */
+export async function expiredEventIds(db: Executor, cutoff: string, chunk: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('events as e')
+    .select('e.id')
+    .where('e.created_at', '<', cutoff)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('webhook_outbox as o').select('o.event_id').whereRef('o.event_id', '=', 'e.id'))),
+    )
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('webhook_queue as q')
+            .select('q.id')
+            .whereRef('q.tenant_id', '=', 'e.tenant_id')
+            .whereRef('q.oldest_event_at', '<=', 'e.created_at'),
+        ),
+      ),
+    )
+    .limit(chunk)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+export async function deleteEvents(db: Executor, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.deleteFrom('event_tags').where('event_id', 'in', ids).execute();
+  await db.deleteFrom('events').where('id', 'in', ids).execute();
+}

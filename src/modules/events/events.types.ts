@@ -1,0 +1,43 @@
+/** Event types of CONTRACT section 7. */
+export const EVENT_TYPES = [
+  'message.accepted',
+  'message.suppressed',
+  'message.delivered',
+  'message.deferred',
+  'message.bounced',
+  'message.failed',
+  'message.complained',
+  'message.opened',
+  'message.clicked',
+  'message.unsubscribed',
+  'webhook.test',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface NewEvent {
+  tenantId: string;
+  type: EventType;
+  transmissionId: string | null;
+  messageId: string | null;
+  recipient: string | null;
+  mailType: string | null;
+  tags: string[];
+  metadata: Record<string, string>;
+  data: Record<string, unknown>;
+}
+
+/** The public shape of an event (API and webhook bodies). */
+export interface EventView {
+  id: string;
+  type: string;
+  created_at: string;
+  tenant_id: string;
+  transmission_id: string | null;
+  message_id: string | null;
+  recipient: string | null;
+  mail_type: string | null;
+  tags: string[];
+  metadata: Record<string, string>;
+  data: Record<string, unknown>;
+}

@@ -1,0 +1,119 @@
+import type { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import type { Database } from '../../db/index.ts';
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the bucket is full again. */
+  resetSeconds: number;
+  /** Seconds until one token is available (only meaningful when denied). */
+  retryAfterSeconds: number;
+}
+
+export interface BucketParams {
+  rps: number;
+  burst: number;
+}
+
+export interface RateLimitStore {
+  readonly kind: 'memory' | 'redis' | 'database';
+  /** Takes one token from `key`'s bucket; returns tokens left (>= 0) or -1 when denied with the level. */
+  take(key: string, p: BucketParams, nowMs: number): Promise<{ allowed: boolean; tokens: number }>;
+}
+
+/**
+ * Token bucket per API key: `burst` capacity refilled at `rps` tokens/s.
+ * Stores: memory (single node, the SQLite default), Redis (REDIS_URL; holds across nodes) and
+ * the database (PostgreSQL without Redis; one upsert per request, holds across nodes).
+ */
+export class RateLimiter {
+  constructor(private readonly store: RateLimitStore) {}
+
+  get kind() {
+    return this.store.kind;
+  }
+
+  async check(key: string, p: BucketParams): Promise<RateDecision> {
+    const { allowed, tokens } = await this.store.take(key, p, Date.now());
+    const remaining = Math.max(0, Math.floor(tokens));
+    return {
+      allowed,
+      limit: p.burst,
+      remaining,
+      resetSeconds: Math.ceil((p.burst - tokens) / p.rps),
+      retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / p.rps)),
+    };
+  }
+}
+
+function refill(tokens: number, updatedMs: number, nowMs: number, p: BucketParams): number {
+  return Math.min(p.burst, tokens + (Math.max(0, nowMs - updatedMs) * p.rps) / 1000);
+}
+
+export class MemoryStore implements RateLimitStore {
+  readonly kind = 'memory' as const;
+  private readonly buckets = new Map<string, { tokens: number; updatedMs: number }>();
+
+  async take(key: string, p: BucketParams, nowMs: number) {
+    const b = this.buckets.get(key);
+    let tokens = b ? refill(b.tokens, b.updatedMs, nowMs, p) : p.burst;
+    const allowed = tokens >= 1;
+    if (allowed) tokens -= 1;
+    if (this.buckets.size > 100_000) this.buckets.clear();
+    this.buckets.set(key, { tokens, updatedMs: nowMs });
+    return { allowed, tokens };
+  }
+}
+
+// Atomic in Redis: read, refill, take, write, in one script.
+const REDIS_SCRIPT = `
+local b = redis.call('HMGET', KEYS[1], 't', 'u')
+local rps = tonumber(ARGV[1]); local burst = tonumber(ARGV[2]); local now = tonumber(ARGV[3])
+local t = tonumber(b[1]); local u = tonumber(b[2])
+if t == nil then t = burst; u = now end
+t = math.min(burst, t + math.max(0, now - u) * rps / 1000)
+local allowed = 0
+if t >= 1 then t = t - 1; allowed = 1 end
+redis.call('HSET', KEYS[1], 't', tostring(t), 'u', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rps * 1000) + 1000)
+return {allowed, tostring(t)}`;
+
+export class RedisStore implements RateLimitStore {
+  readonly kind = 'redis' as const;
+  constructor(private readonly redis: Redis) {}
+
+  async take(key: string, p: BucketParams, nowMs: number) {
+    const res = (await this.redis.eval(REDIS_SCRIPT, 1, `postyard:rl:${key}`, p.rps, p.burst, nowMs)) as [
+      number,
+      string,
+    ];
+    return { allowed: res[0] === 1, tokens: Number(res[1]) };
+  }
+}
+
+/** One atomic upsert per request; PostgreSQL row locks serialize concurrent takes of one key. */
+export class DatabaseStore implements RateLimitStore {
+  readonly kind = 'database' as const;
+  constructor(private readonly database: Database) {}
+
+  async take(key: string, p: BucketParams, nowMs: number) {
+    const pg = this.database.dialect === 'postgres';
+    const least = sql.raw(pg ? 'LEAST' : 'MIN');
+    const greatest = sql.raw(pg ? 'GREATEST' : 'MAX');
+    // The cast: PostgreSQL would infer bigint for the parameter and refuse a fractional rate.
+    const refilled = sql`${least}(${p.burst}, rate_limit_buckets.tokens + ${greatest}(0, ${nowMs} - rate_limit_buckets.updated_ms) * CAST(${p.rps} AS double precision) / 1000.0)`;
+    // A denied take keeps the refilled level; last_allowed tells the caller which branch ran.
+    const res = await sql<{ tokens: number; last_allowed: number }>`
+      INSERT INTO rate_limit_buckets (key, tokens, updated_ms, last_allowed)
+      VALUES (${key}, ${p.burst - 1}, ${nowMs}, 1)
+      ON CONFLICT (key) DO UPDATE SET
+        tokens = CASE WHEN ${refilled} >= 1 THEN ${refilled} - 1 ELSE ${refilled} END,
+        last_allowed = CASE WHEN ${refilled} >= 1 THEN 1 ELSE 0 END,
+        updated_ms = ${nowMs}
+      RETURNING tokens, last_allowed`.execute(this.database.db);
+    const row = res.rows[0];
+    return { allowed: Number(row?.last_allowed ?? 0) === 1, tokens: Math.max(0, Number(row?.tokens ?? 0)) };
+  }
+}

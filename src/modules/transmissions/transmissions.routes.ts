@@ -1,0 +1,65 @@
+import type { FastifyInstance } from 'fastify';
+import type { Container } from '../../container.ts';
+import { replyIdempotent } from '../../http/idempotent.ts';
+import { authOf } from '../../http/plugins/auth.ts';
+import { errorResponses, IdempotencyHeader, IdParams } from '../../http/schemas.ts';
+import { AcceptedTransmission, MessageView, TransmissionBody, TransmissionView } from './transmissions.schema.ts';
+import { type TransmissionRequest, validateTransmission } from './transmissions.validate.ts';
+
+const READ_SCOPES = ['send:transmissions', 'read:events'] as const;
+
+export function registerTransmissionRoutes(app: FastifyInstance, c: Container) {
+  app.post(
+    '/v1/transmissions',
+    {
+      config: { scopes: ['send:transmissions'] },
+      schema: {
+        tags: ['Transmissions'],
+        summary: 'Accept a transmission for delivery (202 means durably stored, not delivered)',
+        headers: IdempotencyHeader,
+        body: TransmissionBody,
+        response: { 202: AcceptedTransmission, ...errorResponses(409, 413, 415, 422) },
+      },
+    },
+    async (req, reply) => {
+      const auth = authOf(req);
+      const tenant = await c.tenants.getCached(auth.tenantId);
+      const input = validateTransmission(req.body as TransmissionRequest, tenant.default_from);
+      return replyIdempotent(
+        c,
+        req,
+        reply,
+        async (trx) => ({ status: 202, body: await c.transmissions.accept(trx, auth.tenantId, input) }),
+        { runner: c.groupCommit.run },
+      );
+    },
+  );
+
+  app.get(
+    '/v1/transmissions/:id',
+    {
+      config: { scopes: READ_SCOPES },
+      schema: {
+        tags: ['Transmissions'],
+        summary: 'A transmission with its per-recipient messages and their states',
+        params: IdParams,
+        response: { 200: TransmissionView, ...errorResponses(404) },
+      },
+    },
+    async (req) => c.transmissions.get(authOf(req).tenantId, (req.params as { id: string }).id),
+  );
+
+  app.get(
+    '/v1/messages/:id',
+    {
+      config: { scopes: READ_SCOPES },
+      schema: {
+        tags: ['Transmissions'],
+        summary: 'One message with its state and every delivery attempt (with SMTP transcript)',
+        params: IdParams,
+        response: { 200: MessageView, ...errorResponses(404) },
+      },
+    },
+    async (req) => c.transmissions.getMessage(authOf(req).tenantId, (req.params as { id: string }).id),
+  );
+}

@@ -1,0 +1,198 @@
+import type { Static } from '@sinclair/typebox';
+import { insertMany } from '../../db/batch.ts';
+import type { Executor } from '../../db/executor.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import { nowIso } from '../../lib/clock.ts';
+import { domainOf } from '../../lib/email.ts';
+import { notFound } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { insertEvents } from '../events/events.repo.ts';
+import type { NewEvent } from '../events/events.types.ts';
+import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+import {
+  findMessage,
+  findTransmission,
+  insertTransmission,
+  listAttempts,
+  listTransmissionMessages,
+} from './transmissions.repo.ts';
+import type { AcceptedTransmission, MessageView, TransmissionView } from './transmissions.schema.ts';
+import type { AcceptInput, StoredContent } from './transmissions.validate.ts';
+
+export type AcceptResult = Static<typeof AcceptedTransmission>;
+
+/** Checks that the From domain may be used by the tenant; throws AppError otherwise. */
+export type SenderPolicy = (db: Executor, tenantId: string, fromDomain: string) => Promise<void>;
+
+/**
+ * Accepting mail. accept() writes the transmission, one message row per recipient (queued, or
+ * suppressed), and the matching events, all through the caller's transaction: the 202 is sent
+ * only after that commit, so an accepted message is never lost and a failed one leaves nothing.
+ */
+export class TransmissionsService {
+  constructor(
+    private readonly db: Executor,
+    private readonly suppressions: SuppressionsService,
+    private readonly senderPolicy: SenderPolicy,
+  ) {}
+
+  async accept(trx: Executor, tenantId: string, input: AcceptInput): Promise<AcceptResult> {
+    await this.senderPolicy(trx, tenantId, input.fromDomain);
+    const transmissionId = newId();
+    const now = nowIso();
+    const due = input.startTime && input.startTime > now ? input.startTime : now;
+
+    const seen = new Set<string>();
+    const unique = [];
+    const items: AcceptResult['items'] = [];
+    for (const r of input.recipients) {
+      const key = r.email.toLowerCase();
+      if (seen.has(key)) {
+        items.push({ email: r.email, status: 'duplicate', reason: 'duplicate_recipient' });
+        continue;
+      }
+      seen.add(key);
+      unique.push(r);
+    }
+    const suppressed = await this.suppressions.findSuppressed(
+      trx,
+      tenantId,
+      unique.map((r) => r.email),
+    );
+
+    const messages: MessagesTable[] = [];
+    const events: NewEvent[] = [];
+    let accepted = 0;
+    for (const r of unique) {
+      const hit = suppressed.get(r.email);
+      const id = newId();
+      messages.push({
+        tenant_id: tenantId,
+        id,
+        transmission_id: transmissionId,
+        recipient: r.email,
+        recipient_name: r.name,
+        recipient_domain: domainOf(r.email),
+        substitution_data: r.substitutionData ? JSON.stringify(r.substitutionData) : null,
+        metadata: JSON.stringify(r.metadata),
+        state: hit ? 'suppressed' : 'queued',
+        attempt_count: 0,
+        next_attempt_at: due,
+        locked_until: null,
+        locked_by: null,
+        last_response: null,
+        created_at: now,
+        updated_at: now,
+      });
+      const base = {
+        tenantId,
+        transmissionId,
+        messageId: id,
+        recipient: r.email,
+        mailType: input.mailType,
+        tags: input.tags,
+        metadata: r.metadata,
+      };
+      if (hit) {
+        items.push({ email: r.email, status: 'suppressed', reason: hit.reason_category });
+        events.push({
+          ...base,
+          type: 'message.suppressed',
+          data: { reason_category: hit.reason_category, suppression_id: hit.id },
+        });
+      } else {
+        accepted++;
+        events.push({ ...base, type: 'message.accepted', data: {} });
+      }
+    }
+
+    await insertTransmission(trx, {
+      tenant_id: tenantId,
+      id: transmissionId,
+      source: input.source,
+      mail_type: input.mailType,
+      tags: JSON.stringify(input.tags),
+      metadata: JSON.stringify(input.metadata),
+      content: JSON.stringify(input.content),
+      raw_message: input.rawMessage ? input.rawMessage.toString('base64') : null,
+      options: JSON.stringify(input.options),
+      total_accepted: accepted,
+      total_rejected: input.recipients.length - accepted,
+      start_time: input.startTime,
+      created_at: now,
+    });
+    await insertMany(trx, 'messages', messages);
+    await insertEvents(trx, events);
+    return {
+      transmission_id: transmissionId,
+      items,
+      total_accepted_recipients: accepted,
+      total_rejected_recipients: input.recipients.length - accepted,
+    };
+  }
+
+  async get(tenantId: string, id: string): Promise<Static<typeof TransmissionView>> {
+    const t = await findTransmission(this.db, tenantId, id);
+    if (!t) throw notFound('Transmission');
+    const content = JSON.parse(t.content) as StoredContent;
+    const messages = await listTransmissionMessages(this.db, tenantId, id);
+    return {
+      id: t.id,
+      source: t.source,
+      created_at: t.created_at,
+      start_time: t.start_time,
+      mail_type: t.mail_type,
+      tags: JSON.parse(t.tags) as string[],
+      metadata: JSON.parse(t.metadata) as Record<string, string>,
+      content: {
+        subject: content.subject,
+        from: content.from,
+        reply_to: content.reply_to,
+        has_text: content.text !== null,
+        has_html: content.html !== null,
+        attachments: content.attachments.map((a) => ({
+          filename: a.filename,
+          content_type: a.content_type,
+          size: Math.floor((a.data.length * 3) / 4) - (a.data.endsWith('==') ? 2 : a.data.endsWith('=') ? 1 : 0),
+        })),
+      },
+      options: JSON.parse(t.options) as Record<string, unknown>,
+      total_accepted_recipients: t.total_accepted,
+      total_rejected_recipients: t.total_rejected,
+      messages,
+    };
+  }
+
+  async getMessage(tenantId: string, id: string): Promise<Static<typeof MessageView>> {
+    const m = await findMessage(this.db, tenantId, id);
+    if (!m) throw notFound('Message');
+    const attempts = await listAttempts(this.db, tenantId, id);
+    const pending = m.state === 'queued' || m.state === 'deferred' || m.state === 'sending';
+    return {
+      id: m.id,
+      transmission_id: m.transmission_id,
+      recipient: m.recipient,
+      recipient_name: m.recipient_name,
+      state: m.state,
+      attempt_count: m.attempt_count,
+      next_attempt_at: pending ? m.next_attempt_at : null,
+      last_response: m.last_response,
+      metadata: m.metadata ? (JSON.parse(m.metadata) as Record<string, string>) : {},
+      created_at: m.created_at,
+      updated_at: m.updated_at,
+      attempts: attempts.map((a) => ({
+        attempt: a.attempt,
+        started_at: a.started_at,
+        finished_at: a.finished_at,
+        mx_host: a.mx_host,
+        address: a.address,
+        tls: a.tls === 1,
+        outcome: a.outcome,
+        smtp_code: a.smtp_code,
+        enhanced_code: a.enhanced_code,
+        response: a.response,
+        transcript: a.transcript,
+      })),
+    };
+  }
+}

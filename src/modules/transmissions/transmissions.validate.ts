@@ -1,0 +1,173 @@
+import type { Static } from '@sinclair/typebox';
+import { hasControlChars, normalizeEmail, parseMailbox, isValidEmail } from '../../lib/email.ts';
+import { validationError } from '../../lib/errors.ts';
+import { HEADER_NAME, RESERVED_HEADERS } from '../delivery/mime.ts';
+import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
+
+export type TransmissionRequest = Static<typeof TransmissionBody>;
+
+export interface StoredAttachment {
+  filename: string;
+  content_type: string;
+  /** base64 */
+  data: string;
+}
+
+/** What is persisted as transmissions.content (JSON). */
+export interface StoredContent {
+  subject: string | null;
+  from: string;
+  reply_to: string | null;
+  text: string | null;
+  html: string | null;
+  headers: Record<string, string>;
+  attachments: StoredAttachment[];
+  template_id: string | null;
+}
+
+export interface AcceptRecipient {
+  email: string;
+  name: string | null;
+  substitutionData: Record<string, unknown> | null;
+  metadata: Record<string, string>;
+}
+
+/** A transmission ready to accept, from the HTTP API or from SMTP submission. */
+export interface AcceptInput {
+  source: 'api' | 'smtp';
+  recipients: AcceptRecipient[];
+  content: StoredContent;
+  /** SMTP submissions keep their MIME as sent. */
+  rawMessage: Buffer | null;
+  mailType: 'transactional' | 'marketing';
+  tags: string[];
+  metadata: Record<string, string>;
+  options: { sandbox: boolean; open_tracking: boolean; click_tracking: boolean };
+  startTime: string | null;
+  /** Domain of the From address (sender-domain policy). */
+  fromDomain: string;
+}
+
+const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}\s*$/;
+
+type Problem = { field: string; message: string };
+
+function checkMetadata(meta: Record<string, string>, field: string, problems: Problem[]) {
+  if (Object.keys(meta).length > MAX_METADATA_KEYS) {
+    problems.push({ field, message: `${field} may hold at most ${MAX_METADATA_KEYS} keys` });
+  } else if (Buffer.byteLength(JSON.stringify(meta)) > MAX_METADATA_BYTES) {
+    problems.push({ field, message: `${field} may be at most 10 KB serialized` });
+  }
+}
+
+/**
+ * Semantic validation of a structurally valid body. Collects every problem (one 422 entry per
+ * field) and returns the normalized transmission plus the recipient list in request order.
+ */
+export function validateTransmission(body: TransmissionRequest, defaultFrom: string | null): AcceptInput {
+  const problems: Problem[] = [];
+  const c = body.content;
+  const o = body.options ?? {};
+
+  const fromRaw = c.from ?? defaultFrom;
+  const from = fromRaw ? parseMailbox(fromRaw) : null;
+  if (!fromRaw)
+    problems.push({ field: 'content.from', message: 'content.from is required (the tenant has no default sender)' });
+  else if (!from)
+    problems.push({ field: 'content.from', message: 'content.from must be an address like "Name <user@example.com>"' });
+  if (c.reply_to !== undefined && !parseMailbox(c.reply_to)) {
+    problems.push({ field: 'content.reply_to', message: 'content.reply_to must be a valid address' });
+  }
+  if (hasControlChars(c.subject))
+    problems.push({ field: 'content.subject', message: 'content.subject must not contain control characters (CR/LF)' });
+  if (c.text === undefined && c.html === undefined && c.template_id === undefined) {
+    problems.push({ field: 'content', message: 'content needs one of text, html or template_id' });
+  }
+  if (c.template_id !== undefined) {
+    // Stored templates are later work (CONTRACT section 11); no template id can exist yet.
+    problems.push({ field: 'content.template_id', message: 'template not found' });
+  }
+  for (const [name, value] of Object.entries(c.headers ?? {})) {
+    const field = `content.headers.${name}`;
+    if (!HEADER_NAME.test(name))
+      problems.push({ field, message: 'header name must be printable ASCII without ":" or spaces' });
+    else if (RESERVED_HEADERS.has(name.toLowerCase()))
+      problems.push({ field, message: `header ${name} is set by Postyard and cannot be overridden` });
+    if (hasControlChars(value))
+      problems.push({ field, message: 'header value must not contain CR, LF or other control characters' });
+  }
+  (c.attachments ?? []).forEach((a, i) => {
+    const field = `content.attachments[${i}]`;
+    if (hasControlChars(a.filename) || /["\\/]/.test(a.filename))
+      problems.push({
+        field: `${field}.filename`,
+        message: 'filename must not contain control characters, quotes or slashes',
+      });
+    if (!/^[\w.+-]+\/[\w.+-]+$/.test(a.content_type))
+      problems.push({ field: `${field}.content_type`, message: 'content_type must look like type/subtype' });
+    if (!BASE64.test(a.data)) problems.push({ field: `${field}.data`, message: 'data must be base64' });
+  });
+  const txMeta = o.metadata ?? {};
+  checkMetadata(txMeta, 'options.metadata', problems);
+  const tags = [...new Set(o.tags ?? [])];
+  tags.forEach((t, i) => {
+    if (hasControlChars(t))
+      problems.push({ field: `options.tags[${i}]`, message: 'tags must not contain control characters' });
+  });
+  let startTime: string | null = null;
+  if (o.start_time !== undefined) {
+    const ms = Date.parse(o.start_time);
+    if (Number.isNaN(ms))
+      problems.push({ field: 'options.start_time', message: 'options.start_time must be an ISO-8601 time' });
+    else if (ms > Date.now() + 31 * 24 * 3600_000)
+      problems.push({ field: 'options.start_time', message: 'options.start_time may be at most 31 days ahead' });
+    else startTime = new Date(ms).toISOString();
+  }
+
+  const recipients: AcceptRecipient[] = [];
+  body.recipients.forEach((r, i) => {
+    const email = r.email.trim();
+    if (!isValidEmail(email)) problems.push({ field: `recipients[${i}].email`, message: 'not a valid email address' });
+    if (r.name !== undefined && hasControlChars(r.name))
+      problems.push({ field: `recipients[${i}].name`, message: 'name must not contain control characters (CR/LF)' });
+    const metadata = { ...txMeta, ...(r.metadata ?? {}) };
+    if (r.metadata) checkMetadata(metadata, `recipients[${i}].metadata`, problems);
+    recipients.push({
+      email: normalizeEmail(email),
+      name: r.name?.trim() || null,
+      substitutionData: r.substitution_data ?? null,
+      metadata,
+    });
+  });
+
+  if (problems.length) throw validationError(problems);
+  return {
+    source: 'api',
+    recipients,
+    content: {
+      subject: c.subject,
+      from: fromRaw as string,
+      reply_to: c.reply_to ?? null,
+      text: c.text ?? null,
+      html: c.html ?? null,
+      headers: c.headers ?? {},
+      attachments: (c.attachments ?? []).map((a) => ({
+        filename: a.filename,
+        content_type: a.content_type,
+        data: a.data.replace(/\s/g, ''),
+      })),
+      template_id: c.template_id ?? null,
+    },
+    rawMessage: null,
+    mailType: o.mail_type ?? 'transactional',
+    tags,
+    metadata: txMeta,
+    options: {
+      sandbox: o.sandbox ?? false,
+      open_tracking: o.open_tracking ?? true,
+      click_tracking: o.click_tracking ?? true,
+    },
+    startTime,
+    fromDomain: (from?.email ?? '').split('@')[1] ?? '',
+  };
+}

@@ -1,0 +1,400 @@
+import type { Logger } from 'pino';
+import type { Database } from '../../db/index.ts';
+import { isoAt } from '../../lib/clock.ts';
+import { buildJobs, finishUnit, type Job, jobBody, RETRY_SCHEDULE_MS, type RetryPolicy, settleJob } from './jobs.ts';
+import {
+  analyzeQueue,
+  applyCompletions,
+  type ClaimedUnit,
+  type CompletionWrite,
+  claimUnits,
+  fanOut,
+  loadEvents,
+  peekDue,
+  releaseClaims,
+} from './queue.repo.ts';
+import { type RegistrySnapshot, type WebhookConfig, WebhookRegistry } from './registry.ts';
+import type { WebhookSender } from './sender.ts';
+
+export { RETRY_SCHEDULE_MS };
+const FIVE_DAYS_MS = 5 * 86_400_000;
+
+export interface DispatcherOptions {
+  /** Lease holder written into claimed units. */
+  nodeId: string;
+  retryDelaysMs?: readonly number[];
+  /** Relative jitter on retry delays (0.1 = +-10 %). */
+  jitter?: number;
+  /** In-flight POSTs per webhook with the single policy (a failing webhook gets 1). */
+  perWebhookConcurrency?: number;
+  /** In-flight batches per webhook with the batch policy. */
+  batchConcurrency?: number;
+  /** In-flight POSTs of this node over all webhooks. */
+  globalConcurrency?: number;
+  fanoutBatch?: number;
+  fanoutIntervalMs?: number;
+  /** How often a webhook with nothing due looks again (new events wake it at once). */
+  idlePollMs?: number;
+  flushIntervalMs?: number;
+  /** Claim lease: longer than the 10 s timeout plus a flush. */
+  lockMs?: number;
+  autoDisableAfterMs?: number;
+  /** How long stop() waits for in-flight POSTs. */
+  stopTimeoutMs?: number;
+}
+
+/** Per-webhook runtime state of this node. */
+interface Lane {
+  cfg: WebhookConfig;
+  inflight: number;
+  /** Jobs claimed and built but not started (normally empty: claims are sized to free slots). */
+  ready: Job[];
+  polling: boolean;
+  nextPollAt: number;
+  pausedUntil: number;
+  failing: boolean;
+  /** 410 seen or disabled: send nothing more until the registry says otherwise. */
+  gone: boolean;
+}
+
+/** Statuses that say "the endpoint is in trouble", not "this event is unwelcome": pause the lane. */
+const BACK_OFF_STATUSES = new Set([408, 429, 502, 503, 504]);
+
+/**
+ * The webhook dispatcher (worker role). Fan-out moves committed events from the outbox into
+ * per-webhook delivery units; each webhook then has a lane that claims its due units and POSTs
+ * them, so a slow or dead endpoint only ever occupies its own lane: at most
+ * `perWebhookConcurrency` POSTs (1 while failing, paused after back-off answers), within a
+ * global bound. Outcomes are buffered and written in one transaction every `flushIntervalMs`.
+ */
+export class WebhookDispatcher {
+  private readonly o: Required<Omit<DispatcherOptions, 'nodeId'>> & { nodeId: string };
+  private readonly retry: RetryPolicy;
+  private readonly lanes = new Map<string, Lane>();
+  private snapshot: RegistrySnapshot | null = null;
+  private readonly inflight = new Set<Promise<void>>();
+  private globalInflight = 0;
+  private pending: CompletionWrite[] = [];
+  private flushing: Promise<void> | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private fanoutTimer: NodeJS.Timeout | null = null;
+  private fanoutRunning: Promise<void> | null = null;
+  private kickScheduled = false;
+  private rr = 0;
+  private stopping = false;
+  private queuedSinceAnalyze = 0;
+  private lastAnalyze = 0;
+
+  constructor(
+    private readonly database: Database,
+    private readonly registry: WebhookRegistry,
+    private readonly sender: WebhookSender,
+    private readonly logger: Logger,
+    opts: DispatcherOptions,
+  ) {
+    this.o = {
+      retryDelaysMs: RETRY_SCHEDULE_MS,
+      jitter: 0.1,
+      perWebhookConcurrency: 16,
+      batchConcurrency: 4,
+      globalConcurrency: 512,
+      fanoutBatch: 1000,
+      fanoutIntervalMs: 100,
+      idlePollMs: 1000,
+      flushIntervalMs: 50,
+      lockMs: 120_000,
+      autoDisableAfterMs: FIVE_DAYS_MS,
+      // In-flight POSTs end by their own 10 s timeout; leave the rest of the 10 s shutdown budget
+      // to writing their outcomes.
+      stopTimeoutMs: 8_500,
+      ...opts,
+    };
+    this.retry = { delaysMs: this.o.retryDelaysMs, jitter: this.o.jitter };
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.timers.push(
+      setInterval(() => this.tick(), 20),
+      setInterval(() => void this.flush(), this.o.flushIntervalMs),
+    );
+    for (const t of this.timers) t.unref();
+    this.scheduleFanout(0);
+  }
+
+  /** Stops claiming, waits for in-flight POSTs (stopTimeoutMs at most), writes outcomes, releases claims. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    if (this.fanoutTimer) clearTimeout(this.fanoutTimer);
+    await this.fanoutRunning?.catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.inflight]),
+      new Promise((r) => {
+        timer = setTimeout(r, this.o.stopTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    for (let i = 0; i < 3 && (this.pending.length || this.flushing); i++) await this.flush();
+    await releaseClaims(this.database.db, this.o.nodeId).catch((err) =>
+      this.logger.warn({ err }, 'webhook dispatcher: could not release claims'),
+    );
+  }
+
+  // ---- fan-out -------------------------------------------------------------------------------
+
+  private scheduleFanout(ms: number) {
+    if (this.stopping) return;
+    this.fanoutTimer = setTimeout(() => {
+      this.fanoutRunning = this.fanoutOnce()
+        .then((claimed) => this.scheduleFanout(claimed >= this.o.fanoutBatch ? 0 : this.o.fanoutIntervalMs))
+        .catch((err) => {
+          this.logger.error({ err }, 'webhook fan-out failed');
+          this.scheduleFanout(1000);
+        });
+    }, ms);
+    this.fanoutTimer.unref();
+  }
+
+  /** One fan-out round; also keeps the lanes in step with the registry. Returns rows consumed. */
+  async fanoutOnce(): Promise<number> {
+    const snap = await this.registry.get();
+    this.syncLanes(snap);
+    const route = (tenantId: string, type: string) => WebhookRegistry.subscribers(snap, tenantId, type);
+    const { claimed, queued } = await fanOut(
+      this.database,
+      this.o.fanoutBatch,
+      route,
+      isoAt(Date.now()),
+      isoAt(snap.validAt),
+    );
+    for (const [id, n] of queued) {
+      const lane = this.lanes.get(id);
+      if (lane) lane.nextPollAt = 0;
+      this.queuedSinceAnalyze += n;
+    }
+    if (queued.size) this.kick();
+    if (
+      this.database.dialect === 'postgres' &&
+      this.queuedSinceAnalyze >= 10_000 &&
+      Date.now() - this.lastAnalyze > 30_000
+    ) {
+      this.queuedSinceAnalyze = 0;
+      this.lastAnalyze = Date.now();
+      await analyzeQueue(this.database);
+    }
+    return claimed;
+  }
+
+  private syncLanes(snap: RegistrySnapshot) {
+    if (snap === this.snapshot) return;
+    this.snapshot = snap;
+    for (const [id, lane] of this.lanes) {
+      if (!snap.byId.has(id)) {
+        lane.gone = true; // disabled or deleted: its queue is gone too, drop what is not sent
+        lane.ready = [];
+        this.lanes.delete(id);
+      }
+    }
+    for (const cfg of snap.byId.values()) {
+      const lane = this.lanes.get(cfg.id);
+      if (!lane) {
+        this.lanes.set(cfg.id, {
+          cfg,
+          inflight: 0,
+          ready: [],
+          polling: false,
+          nextPollAt: 0,
+          pausedUntil: 0,
+          failing: false,
+          gone: false,
+        });
+      } else if (lane.cfg.version !== cfg.version) {
+        // Changed by its owner (new URL, re-enabled, ...): start afresh.
+        Object.assign(lane, { cfg, nextPollAt: 0, pausedUntil: 0, failing: false, gone: false });
+      }
+    }
+  }
+
+  // ---- lanes ---------------------------------------------------------------------------------
+
+  private kick() {
+    if (this.kickScheduled) return;
+    this.kickScheduled = true;
+    setImmediate(() => {
+      this.kickScheduled = false;
+      this.tick();
+    });
+  }
+
+  private capOf(lane: Lane): number {
+    if (lane.failing) return 1;
+    return lane.cfg.policy === 'batch' ? this.o.batchConcurrency : this.o.perWebhookConcurrency;
+  }
+
+  private tick() {
+    if (this.stopping) return;
+    const now = Date.now();
+    const lanes = [...this.lanes.values()];
+    // Rotate the starting lane so that, when the global bound bites, no webhook always goes last.
+    this.rr = (this.rr + 1) % Math.max(1, lanes.length);
+    for (let i = 0; i < lanes.length; i++) {
+      const lane = lanes[(i + this.rr) % lanes.length] as Lane;
+      if (lane.gone || now < lane.pausedUntil) continue;
+      this.pump(lane);
+      if (this.globalInflight >= this.o.globalConcurrency) break;
+      if (lane.polling || now < lane.nextPollAt) continue;
+      const cap = this.capOf(lane);
+      const busy = lane.inflight + lane.ready.length;
+      // Single: refill once half the slots are free, so claims come in chunks, not one per event.
+      if (lane.cfg.policy === 'batch' ? busy >= cap : busy > Math.floor(cap / 2)) continue;
+      lane.polling = true;
+      this.poll(lane)
+        .catch((err) => {
+          this.logger.error({ err, webhook: lane.cfg.id }, 'webhook lane poll failed');
+          lane.nextPollAt = Date.now() + this.o.idlePollMs;
+        })
+        .finally(() => {
+          lane.polling = false;
+        });
+    }
+  }
+
+  /** Claims what the lane has room for and starts it. */
+  private async poll(lane: Lane): Promise<void> {
+    const now = Date.now();
+    const cfg = lane.cfg;
+    const lease = { now: isoAt(now), until: isoAt(now + this.o.lockMs), holder: this.o.nodeId };
+    let claimed: ClaimedUnit[];
+    if (cfg.policy === 'batch') {
+      // One poll fills every free batch slot: the lane's DB round trips are serialized, so
+      // claiming one batch per poll would cap a busy webhook at one batch per round trip chain.
+      const room = Math.max(1, this.capOf(lane) - lane.inflight - lane.ready.length);
+      const maxEvents = room * cfg.batchMaxSize;
+      const due = await peekDue(this.database.db, cfg.id, Math.min(maxEvents, 1000), lease.now);
+      const first = due[0];
+      if (!first) {
+        lane.nextPollAt = now + this.o.idlePollMs;
+        return;
+      }
+      // Flush when a full batch is waiting or the oldest unit has waited batch_max_wait_ms.
+      const waiting = due.reduce((n, u) => n + u.event_count, 0);
+      const flushAt = Date.parse(first.next_attempt_at) + cfg.batchMaxWaitMs;
+      if (waiting < cfg.batchMaxSize && flushAt > now) {
+        lane.nextPollAt = Math.min(flushAt, now + this.o.idlePollMs);
+        return;
+      }
+      // Before the wait is over, only whole batches go; the remainder keeps filling.
+      const take =
+        flushAt > now ? Math.min(maxEvents, Math.floor(waiting / cfg.batchMaxSize) * cfg.batchMaxSize) : maxEvents;
+      const ids: string[] = [];
+      let n = 0;
+      for (const u of due) {
+        if (ids.length && n + u.event_count > take) break;
+        ids.push(u.id);
+        n += u.event_count;
+      }
+      claimed = await claimUnits(this.database, cfg.id, { ids }, lease);
+    } else {
+      const room = Math.min(
+        this.capOf(lane) - lane.inflight - lane.ready.length,
+        this.o.globalConcurrency - this.globalInflight,
+      );
+      if (room <= 0) return;
+      claimed = await claimUnits(this.database, cfg.id, { limit: room }, lease);
+    }
+    if (claimed.length === 0) {
+      lane.nextPollAt = now + this.o.idlePollMs;
+      return;
+    }
+    lane.nextPollAt = 0; // more may be due: look again as soon as there is room
+    const events = await loadEvents(
+      this.database.db,
+      claimed.flatMap((u) => JSON.parse(u.event_ids) as string[]),
+    );
+    const { jobs, empty } = buildJobs(claimed, events, cfg.policy, cfg.batchMaxSize);
+    for (const unit of empty) this.record([finishUnit(cfg.id, unit, this.retry, now)]);
+    lane.ready.push(...jobs);
+    this.pump(lane);
+  }
+
+  private pump(lane: Lane) {
+    if (lane.gone) lane.ready = [];
+    while (
+      lane.ready.length &&
+      lane.inflight < this.capOf(lane) &&
+      this.globalInflight < this.o.globalConcurrency &&
+      Date.now() >= lane.pausedUntil
+    ) {
+      this.launch(lane, lane.ready.shift() as Job);
+    }
+  }
+
+  private launch(lane: Lane, job: Job) {
+    lane.inflight++;
+    this.globalInflight++;
+    const p: Promise<void> = this.deliver(lane, job)
+      .catch((err) => this.logger.error({ err, webhook: lane.cfg.id }, 'webhook delivery crashed'))
+      .finally(() => {
+        lane.inflight--;
+        this.globalInflight--;
+        this.inflight.delete(p);
+        this.kick();
+      });
+    this.inflight.add(p);
+  }
+
+  private async deliver(lane: Lane, job: Job): Promise<void> {
+    const cfg = lane.cfg;
+    const { msgId, body, batchId } = jobBody(job, cfg.policy);
+    const res = await this.sender.send({ url: cfg.url, msgId, body, keys: cfg.keysAt(Date.now()) });
+    const at = Date.now();
+    if (res.ok) lane.failing = false;
+    else {
+      lane.failing = true;
+      if (res.gone) lane.gone = true;
+      if (res.retryAfterMs !== null || res.statusCode === null || BACK_OFF_STATUSES.has(res.statusCode)) {
+        const pause =
+          res.retryAfterMs !== null
+            ? Math.min(Math.max(res.retryAfterMs, 1000), 86_400_000)
+            : (this.o.retryDelaysMs[0] ?? 0);
+        lane.pausedUntil = Math.max(lane.pausedUntil, at + pause);
+      }
+    }
+    this.record(settleJob(job, res, { webhookId: cfg.id, tenantId: cfg.tenantId, batchId, policy: this.retry, at }));
+  }
+
+  // ---- outcomes ------------------------------------------------------------------------------
+
+  private record(writes: CompletionWrite[]) {
+    for (const w of writes) this.pending.push(w);
+    if (this.pending.length >= 500) void this.flush();
+  }
+
+  /** Writes buffered outcomes; on a database error they stay buffered (claims keep them safe). */
+  async flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    if (this.pending.length === 0) return;
+    const writes = this.pending;
+    this.pending = [];
+    this.flushing = (async () => {
+      try {
+        const disabled = await applyCompletions(this.database, writes, isoAt(Date.now() - this.o.autoDisableAfterMs));
+        for (const d of disabled) {
+          const lane = this.lanes.get(d.id);
+          if (lane) lane.gone = true;
+          this.logger.warn({ webhook: d.id, reason: d.reason }, 'webhook disabled');
+        }
+        if (disabled.length) this.registry.invalidate();
+      } catch (err) {
+        this.logger.error({ err }, 'webhook outcomes not written; retrying');
+        this.pending = writes.concat(this.pending);
+      } finally {
+        this.flushing = null;
+      }
+    })();
+    return this.flushing;
+  }
+}

@@ -1,0 +1,154 @@
+import type { EventsTable } from '../../db/schema.ts';
+import { isoAt } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import { eventJson } from '../events/events.repo.ts';
+import type { ClaimedUnit, CompletionWrite } from './queue.repo.ts';
+import type { SendResult } from './sender.ts';
+
+/**
+ * Bookkeeping between claimed delivery units and POSTs ("jobs"), kept free of I/O. A job is one
+ * POST: one event (single policy) or up to batch_max_size events (batch), possibly taken from
+ * several units; a unit normally travels in one job but may be split (after a PATCH changed the
+ * policy or the batch size). A unit is finished when all its jobs are: delivered events leave
+ * it, failed ones stay for the next attempt.
+ */
+
+/** Retry delays after attempts 1..7 (CONTRACT section 6); attempt 8 failing ends the delivery. */
+export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+
+export interface RetryPolicy {
+  delaysMs: readonly number[];
+  /** Relative jitter (0.1 = +-10 %). */
+  jitter: number;
+}
+
+export interface UnitState {
+  id: string;
+  /** Attempts made before this claim. */
+  attempts: number;
+  /** Jobs carrying part of this unit that have not finished. */
+  outstanding: number;
+  failed: string[];
+  gone: boolean;
+  nextAt: number;
+}
+
+export interface Job {
+  parts: { unit: UnitState; eventIds: string[] }[];
+  events: EventsTable[];
+}
+
+/** Delay before the attempt after `attempt` failed: Retry-After when given (1 s..24 h), else the schedule. */
+export function delayFor(policy: RetryPolicy, attempt: number, res: SendResult): number {
+  if (res.retryAfterMs !== null) return Math.min(Math.max(res.retryAfterMs, 1000), 86_400_000);
+  const base = policy.delaysMs[attempt - 1] ?? 0;
+  return Math.round(base * (1 + policy.jitter * (Math.random() * 2 - 1)));
+}
+
+/**
+ * Packs claimed units into jobs. Events that no longer exist are skipped; units left with no
+ * event are returned in `empty` (to be removed).
+ */
+export function buildJobs(
+  claimed: ClaimedUnit[],
+  events: ReadonlyMap<string, EventsTable>,
+  policy: 'single' | 'batch',
+  batchMaxSize: number,
+): { jobs: Job[]; empty: UnitState[] } {
+  const jobs: Job[] = [];
+  const empty: UnitState[] = [];
+  const perJob = policy === 'batch' ? batchMaxSize : 1;
+  let job: Job | null = null;
+  for (const c of claimed) {
+    const unit: UnitState = { id: c.id, attempts: c.attempts, outstanding: 0, failed: [], gone: false, nextAt: 0 };
+    for (const id of JSON.parse(c.event_ids) as string[]) {
+      const ev = events.get(id);
+      if (!ev) continue;
+      if (!job || job.events.length >= perJob) {
+        job = { parts: [], events: [] };
+        jobs.push(job);
+      }
+      const last = job.parts[job.parts.length - 1];
+      if (last?.unit === unit) last.eventIds.push(id);
+      else {
+        job.parts.push({ unit, eventIds: [id] });
+        unit.outstanding++;
+      }
+      job.events.push(ev);
+    }
+    if (unit.outstanding === 0) empty.push(unit);
+  }
+  return { jobs, empty };
+}
+
+/** The POST of a job: webhook-id is the event id of a single event, the batch id of a batch. */
+export function jobBody(job: Job, policy: 'single' | 'batch'): { msgId: string; body: string; batchId: string | null } {
+  if (policy === 'single' && job.events.length === 1) {
+    const ev = job.events[0] as EventsTable;
+    return { msgId: ev.id, body: eventJson(ev), batchId: null };
+  }
+  const batchId = newId();
+  return {
+    msgId: batchId,
+    body: `{"batch_id":"${batchId}","events":[${job.events.map(eventJson).join(',')}]}`,
+    batchId,
+  };
+}
+
+/** The write that finishes a unit whose jobs have all ended. */
+export function finishUnit(webhookId: string, unit: UnitState, policy: RetryPolicy, at: number): CompletionWrite {
+  const attempts = unit.attempts + 1;
+  const retry =
+    unit.failed.length > 0 && !unit.gone && attempts <= policy.delaysMs.length
+      ? { eventIds: unit.failed, attempts, nextAt: isoAt(unit.nextAt) }
+      : null;
+  return { webhookId, unit: { id: unit.id, retry }, at: isoAt(at) };
+}
+
+/**
+ * Records the outcome of a job: its attempt log entry and failure tracking, plus the writes of
+ * every unit this job was the last outstanding part of.
+ */
+export function settleJob(
+  job: Job,
+  res: SendResult,
+  ctx: { webhookId: string; tenantId: string; batchId: string | null; policy: RetryPolicy; at: number },
+): CompletionWrite[] {
+  const { at, policy } = ctx;
+  const attempt = Math.max(...job.parts.map((p) => p.unit.attempts)) + 1;
+  const writes: CompletionWrite[] = [];
+  for (const part of job.parts) {
+    const unit = part.unit;
+    unit.outstanding--;
+    if (!res.ok) {
+      unit.failed.push(...part.eventIds);
+      unit.gone ||= res.gone;
+      unit.nextAt = Math.max(unit.nextAt, at + delayFor(policy, unit.attempts + 1, res));
+    }
+    if (unit.outstanding === 0) writes.push(finishUnit(ctx.webhookId, unit, policy, at));
+  }
+  const willRetry = !res.ok && !res.gone && attempt <= policy.delaysMs.length;
+  const nextAt = willRetry ? Math.max(...job.parts.map((p) => p.unit.nextAt)) : null;
+  writes.push({
+    webhookId: ctx.webhookId,
+    ok: res.ok,
+    gone: res.gone,
+    at: isoAt(at),
+    log: {
+      tenant_id: ctx.tenantId,
+      id: newId(),
+      webhook_id: ctx.webhookId,
+      created_at: isoAt(at),
+      batch_id: ctx.batchId,
+      event_ids: JSON.stringify(job.events.map((e) => e.id)),
+      attempt,
+      outcome: res.ok ? 'delivered' : willRetry ? 'retrying' : 'failed',
+      status_code: res.statusCode,
+      duration_ms: res.durationMs,
+      error: res.error,
+      next_attempt_at: nextAt === null ? null : isoAt(nextAt),
+      test: 0,
+    },
+  });
+  return writes;
+}

@@ -1,0 +1,200 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Container } from '../../container.ts';
+import { replyIdempotent } from '../../http/idempotent.ts';
+import { authOf } from '../../http/plugins/auth.ts';
+import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf } from '../../http/schemas.ts';
+import type { IdempotentResult } from '../idempotency/idempotency.service.ts';
+import {
+  CreatedWebhook,
+  CreateWebhookBody,
+  type CreateWebhookInput,
+  Delivery,
+  RotatedSecret,
+  TestResult,
+  UpdateWebhookBody,
+  type UpdateWebhookInput,
+  Webhook,
+} from './webhooks.schema.ts';
+
+const SCOPE = ['manage:webhooks'] as const;
+const TAGS = ['Webhooks'];
+
+type IdReq = FastifyRequest<{ Params: { id: string } }>;
+const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
+
+/**
+ * Like replyIdempotent, for an effect that runs outside any transaction (the test POST makes an
+ * outbound HTTP call of up to 10 s; inside a transaction it would block SQLite's only connection).
+ */
+async function replyIdempotentOutside(
+  c: Container,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  effect: () => Promise<IdempotentResult>,
+) {
+  const header = req.headers['idempotency-key'];
+  const res = await c.idempotency.execute(
+    {
+      tenantId: authOf(req).tenantId,
+      scope: `${req.method} ${req.url.split('?')[0] ?? req.url}`,
+      key: Array.isArray(header) ? header[0] : header,
+      body: req.body,
+    },
+    async () => {
+      throw new Error('unreachable: the effect runs outside');
+    },
+    { outside: effect },
+  );
+  if (res.replayed) reply.header('Idempotent-Replayed', 'true');
+  return reply.code(res.status).send(res.body);
+}
+
+export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
+  app.addSchema(Webhook);
+  app.addSchema(Delivery);
+  const WebhookRef = Type.Ref('Webhook');
+
+  app.post(
+    '/v1/webhooks',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'Create a webhook (the signing secret is returned once)',
+        headers: IdempotencyHeader,
+        body: CreateWebhookBody,
+        response: { 201: CreatedWebhook, ...errorResponses(409, 415, 422) },
+      },
+    },
+    async (req, reply) => {
+      const auth = authOf(req);
+      // Validation, DNS included, happens before the idempotent transaction opens.
+      const prepared = await c.webhooks.prepareCreate(req.body as CreateWebhookInput);
+      return replyIdempotent(
+        c,
+        req,
+        reply,
+        async (trx) => ({ status: 201, body: await c.webhooks.insertPrepared(trx, auth.tenantId, prepared) }),
+        { secretFields: ['secret'] },
+      );
+    },
+  );
+
+  app.get(
+    '/v1/webhooks',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'List webhooks',
+        querystring: Type.Object(PageQuery),
+        response: { 200: pageOf(WebhookRef), ...errorResponses() },
+      },
+    },
+    async (req) => {
+      const q = req.query as { limit: number; cursor?: string };
+      return c.webhooks.list(authOf(req).tenantId, q.limit, q.cursor);
+    },
+  );
+
+  app.get(
+    '/v1/webhooks/:id',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'Get a webhook',
+        params: IdParams,
+        response: { 200: WebhookRef, ...errorResponses(404) },
+      },
+    },
+    async (req: IdReq) => c.webhooks.get(authOf(req).tenantId, idOf(req)),
+  );
+
+  app.patch(
+    '/v1/webhooks/:id',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'Update a webhook; enabled:true re-activates a disabled one (seen by every node within 5 s)',
+        params: IdParams,
+        body: UpdateWebhookBody,
+        response: { 200: WebhookRef, ...errorResponses(404, 415, 422) },
+      },
+    },
+    async (req: IdReq) => c.webhooks.update(authOf(req).tenantId, idOf(req), req.body as UpdateWebhookInput),
+  );
+
+  app.delete(
+    '/v1/webhooks/:id',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a webhook, its queue and its delivery log',
+        params: IdParams,
+        response: { 204: Type.Null(), ...errorResponses(404) },
+      },
+    },
+    async (req: IdReq, reply) => {
+      await c.webhooks.delete(authOf(req).tenantId, idOf(req));
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/v1/webhooks/:id/rotate-secret',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'Make a new signing secret; the old one keeps signing beside it for 24 h',
+        params: IdParams,
+        response: { 200: RotatedSecret, ...errorResponses(404) },
+      },
+    },
+    async (req: IdReq) => c.webhooks.rotateSecret(authOf(req).tenantId, idOf(req)),
+  );
+
+  app.post(
+    '/v1/webhooks/:id/test',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'Send a webhook.test event now and report the outcome',
+        params: IdParams,
+        headers: IdempotencyHeader,
+        response: { 200: TestResult, ...errorResponses(404, 409) },
+      },
+    },
+    async (req: IdReq, reply) => {
+      const tenantId = authOf(req).tenantId;
+      await c.webhooks.get(tenantId, idOf(req)); // 404 before the idempotency key is claimed
+      return replyIdempotentOutside(c, req, reply, async () => ({
+        status: 200,
+        body: await c.webhooks.test(tenantId, idOf(req)),
+      }));
+    },
+  );
+
+  app.get(
+    '/v1/webhooks/:id/deliveries',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        summary: 'Delivery attempts of a webhook, newest first',
+        params: IdParams,
+        querystring: Type.Object(PageQuery),
+        response: { 200: pageOf(Type.Ref('WebhookDelivery')), ...errorResponses(404) },
+      },
+    },
+    async (req: IdReq) => {
+      const q = req.query as { limit: number; cursor?: string };
+      return c.webhooks.deliveries(authOf(req).tenantId, idOf(req), q.limit, q.cursor);
+    },
+  );
+}

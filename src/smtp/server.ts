@@ -1,0 +1,213 @@
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { SMTPServerOptions, SMTPServerSession } from 'smtp-server';
+import { ConfigError } from '../config.ts';
+import type { Container } from '../container.ts';
+import { isValidEmail } from '../lib/email.ts';
+import { createAuthHandler } from './auth.ts';
+import { SubmissionServer } from './connection.ts';
+import { SmtpLimits } from './limits.ts';
+import { reply, SmtpReply, toSmtpReply } from './replies.ts';
+import { type SmtpUser, submitMessage } from './submission.ts';
+import { resolveTls, type TlsMaterial } from './tls.ts';
+
+export interface SmtpServerOptions {
+  /** Default config.smtpPort; 0 picks a free port (tests). */
+  port?: number;
+  /** Default config.smtpHost. */
+  host?: string;
+  /** Implicit-TLS port; default config.smtpsPort (null = none). */
+  smtpsPort?: number | null;
+}
+
+export interface RunningSmtpServer {
+  port: number;
+  smtpsPort: number | null;
+  limits: SmtpLimits;
+  /** Graceful: stop accepting, let in-flight DATA finish (10 s at most), then close. */
+  close(): Promise<void>;
+}
+
+/** How long a graceful stop waits for sessions in the middle of a message (CONTRACT section 12). */
+const GRACE_MS = 10_000;
+/** Hard cap on connections per listener, whatever the per-IP and per-credential limits say. */
+const MAX_CLIENTS = 5_000;
+
+interface Shared {
+  limits: SmtpLimits;
+  tls: TlsMaterial | null;
+  log: Logger;
+}
+
+function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean): SubmissionServer {
+  const cfg = c.config;
+  let server: SubmissionServer | undefined;
+  const self = () => server as SubmissionServer;
+
+  const options: SMTPServerOptions = {
+    name: cfg.ehloName,
+    banner: 'Postyard submission',
+    secure,
+    ...(tls ? { key: tls.key, cert: tls.cert } : {}),
+    disabledCommands: tls ? [] : ['STARTTLS'],
+    authMethods: ['PLAIN', 'LOGIN'],
+    // The TLS-before-AUTH rule is enforced by SubmissionConnection (with RFC 3207's reply).
+    allowInsecureAuth: true,
+    authRequiredMessage: '5.7.0 Authentication required',
+    size: cfg.smtpMaxMessageBytes,
+    maxRecipients: cfg.smtpMaxRecipients,
+    hideENHANCEDSTATUSCODES: false,
+    // Addresses are validated as ASCII (shared with the API) and delivery does not negotiate
+    // SMTPUTF8 yet, so it is not offered; 8BITMIME bodies are accepted and relayed.
+    hideSMTPUTF8: true,
+    hideDSN: true,
+    hideREQUIRETLS: true,
+    // No PTR query per connection: slow, and nothing here uses the client's hostname.
+    disableReverseLookup: true,
+    logger: false,
+    socketTimeout: cfg.smtpIdleTimeoutSeconds * 1000,
+    closeTimeout: GRACE_MS,
+    maxClients: MAX_CLIENTS,
+    // RFC 5321 allows 512 octets per command line; AUTH lines are longer but far below this.
+    maxCommandLength: 4096,
+
+    onConnect(session, callback) {
+      callback(limits.openConnection(session.id, session.remoteAddress));
+    },
+
+    onAuth: createAuthHandler(c, limits, self, log),
+
+    onMailFrom(address, session, callback) {
+      const user = session.user as SmtpUser;
+      if (address.address !== '' && !isValidEmail(address.address)) {
+        return callback(reply.badSender('Bad sender address syntax'));
+      }
+      (async () => {
+        if (!(await limits.credentialActive(user.credentialId))) {
+          return new SmtpReply(421, '4.7.0', 'This SMTP credential was deleted, closing connection');
+        }
+        return limits.takeMessage(user.credentialId);
+      })().then(
+        (refused) => {
+          if (!refused) self().connectionOf(session.id)?.progress();
+          callback(refused);
+        },
+        (err: unknown) => callback(toSmtpReply(err, log)),
+      );
+    },
+
+    onRcptTo(address, session, callback) {
+      if (!isValidEmail(address.address)) return callback(reply.badRecipient('Bad recipient address syntax'));
+      self().connectionOf(session.id)?.progress();
+      callback();
+    },
+
+    onData(stream, session, callback) {
+      const conn = self().connectionOf(session.id);
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => {
+        // Past the limit nothing is kept: the rest is read and dropped, then answered 552.
+        if (stream.sizeExceeded) chunks.length = 0;
+        else chunks.push(chunk);
+      });
+      // The client went away mid-message: smtp-server destroys the stream; nothing to answer.
+      stream.on('error', () => {});
+      stream.on('end', () => {
+        if (conn) conn.storing = true;
+        const finish = (err: SmtpReply | null, message?: string) => {
+          if (conn) conn.storing = false;
+          callback(err, message);
+          conn?.progress();
+          // Shutting down: the transaction is answered, now the session may go.
+          if (self().stopping && conn)
+            setImmediate(() => conn.send(421, '4.3.2 Server shutting down, try again later'));
+        };
+        if (stream.sizeExceeded) return finish(reply.tooBig(cfg.smtpMaxMessageBytes));
+        const envelope = {
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          rcptTo: session.envelope.rcptTo.map((r) => r.address),
+        };
+        submitMessage(c, session.user as SmtpUser, Buffer.concat(chunks), envelope).then(
+          (r) => {
+            log.debug(
+              { transmission: r.transmissionId, recipients: envelope.rcptTo.length, replayed: r.replayed },
+              'SMTP message accepted',
+            );
+            finish(null, `2.0.0 Ok: queued as ${r.transmissionId}`);
+          },
+          (err: unknown) => finish(toSmtpReply(err, log)),
+        );
+      });
+    },
+
+    onClose(session: SMTPServerSession) {
+      limits.closeConnection(session.id);
+      self().forget(session.id);
+    },
+  };
+
+  server = new SubmissionServer(options, {
+    tlsForAuth: !cfg.smtpAllowInsecureAuth,
+    tlsAvailable: tls !== null,
+    deadlineMs: cfg.smtpCommandDeadlineSeconds * 1000,
+  });
+  server.on('error', (err) => log.warn({ err: err.message }, 'SMTP connection error'));
+  return server;
+}
+
+function listen(server: SubmissionServer, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(port, host, () => {
+      server.server.off('error', reject);
+      resolve((server.server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** Starts the submission listener (and the implicit-TLS one when configured). */
+export async function startSmtpServer(c: Container, opts: SmtpServerOptions = {}): Promise<RunningSmtpServer> {
+  const log = c.logger.child({ component: 'smtp' });
+  const tls = await resolveTls(c.config, log);
+  const smtpsWanted = opts.smtpsPort !== undefined ? opts.smtpsPort : c.config.smtpsPort;
+  if (smtpsWanted !== null && !tls) {
+    throw new ConfigError(
+      'POSTYARD_SMTPS_PORT',
+      'implicit TLS needs POSTYARD_SMTP_TLS_CERT and POSTYARD_SMTP_TLS_KEY (or development mode)',
+    );
+  }
+  if (!tls && !c.config.smtpAllowInsecureAuth) {
+    log.warn(
+      'SMTP submission has no TLS certificate: AUTH is refused until POSTYARD_SMTP_TLS_CERT/KEY are set (or POSTYARD_SMTP_ALLOW_INSECURE_AUTH=true)',
+    );
+  }
+  const limits = new SmtpLimits(c);
+  const shared: Shared = { limits, tls, log };
+  const host = opts.host ?? c.config.smtpHost;
+  const servers: SubmissionServer[] = [];
+  try {
+    const plain = buildServer(c, shared, false);
+    servers.push(plain);
+    const port = await listen(plain, opts.port ?? c.config.smtpPort, host);
+    let smtpsPort: number | null = null;
+    if (smtpsWanted !== null) {
+      const implicit = buildServer(c, shared, true);
+      servers.push(implicit);
+      smtpsPort = await listen(implicit, smtpsWanted, host);
+    }
+    log.info({ host, port, smtpsPort, tls: tls?.source ?? 'none' }, 'SMTP submission listening');
+    let closing: Promise<void> | null = null;
+    return {
+      port,
+      smtpsPort,
+      limits,
+      close() {
+        closing ??= Promise.all(servers.map((s) => s.shutdown())).then(() => undefined);
+        return closing;
+      },
+    };
+  } catch (err) {
+    await Promise.all(servers.map((s) => (s.server.listening ? s.shutdown() : undefined)));
+    throw err;
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * What users install: the package builds (tsc to dist, ESM + .d.ts, the `prepare` script), its
+ * tarball holds the build, and the built code sends mail from plain Node (no tsx, no sources)
+ * with the three lines of the quickstart.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRows, type LiveServer, startLiveServer } from './helpers.ts';
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, '../..');
+const PKG = join(ROOT, 'packages/client');
+
+let live: LiveServer;
+beforeAll(async () => {
+  live = await startLiveServer();
+  // The same command `npm install` runs through the package's prepare script.
+  await run('npm', ['run', 'build', '--workspace', '@postyard/client'], { cwd: ROOT });
+}, 120_000);
+afterAll(async () => {
+  await live?.close();
+});
+
+describe('@postyard/client as installed', () => {
+  it('the package tarball holds the ESM build and its type declarations', async () => {
+    const { stdout } = await run(
+      'npm',
+      ['pack', '--dry-run', '--json', '--ignore-scripts', '--workspace', '@postyard/client'],
+      {
+        cwd: ROOT,
+      },
+    );
+    const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path) ?? [];
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'dist/index.js', 'dist/index.d.ts', 'README.md']));
+    expect(files.some((f) => f.startsWith('scripts/'))).toBe(false);
+    expect(existsSync(join(PKG, 'dist/generated/openapi.d.ts'))).toBe(true);
+  });
+
+  it('plain Node imports the build by package name and sends a transmission in three lines', async () => {
+    const before = await countRows(live.ctx, 'transmissions', live.tenant.tenantId);
+    const script = [
+      "import { Postyard } from '@postyard/client';",
+      'const client = new Postyard({ apiKey: process.env.POSTYARD_KEY, baseUrl: process.env.POSTYARD_URL });',
+      "const r = await client.transmissions.send({ recipients: [{ email: 'ann@example.com' }], content: { subject: 'Hi', text: 'Hello' } });",
+      'console.log(r.transmission_id);',
+    ].join('\n');
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: ROOT,
+      env: { ...process.env, POSTYARD_KEY: live.tenant.apiKey, POSTYARD_URL: live.baseUrl, NODE_OPTIONS: '' },
+    });
+    expect(stdout.trim()).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await countRows(live.ctx, 'transmissions', live.tenant.tenantId)).toBe(before + 1);
+  });
+});

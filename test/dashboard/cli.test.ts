@@ -1,0 +1,102 @@
+/**
+ * `postyard users create` and `postyard users link` as real child processes, against the test's
+ * own database (SQLite file or PostgreSQL schema), then used to sign in to the dashboard.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTenant, createTestContext, TEST_DATABASE_URL, type TestContext } from '../helpers/context.ts';
+import { killChildren, runCli } from '../helpers/server-process.ts';
+import { DashClient } from './helpers.ts';
+
+let ctx: TestContext;
+let env: Record<string, string>;
+let tenantId: string;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  tenantId = (await createTenant(ctx)).tenantId;
+  env = { POSTYARD_DATA_DIR: ctx.dataDir, POSTYARD_HTTP_PORT: '3999' };
+  if (TEST_DATABASE_URL && ctx.pgSchema) {
+    const url = new URL(TEST_DATABASE_URL);
+    url.searchParams.set('options', `-c search_path=${ctx.pgSchema}`);
+    env.DATABASE_URL = url.toString();
+  }
+});
+afterAll(async () => {
+  killChildren();
+  await ctx?.close();
+});
+
+function tokenOf(link: string): string {
+  const m = /^http:\/\/127\.0\.0\.1:3999\/login#token=([0-9A-Za-z]+)$/.exec(link);
+  if (!m?.[1]) throw new Error(`unexpected link ${link}`);
+  return m[1];
+}
+
+describe('postyard users', () => {
+  it('creates a user with a password who can then sign in', async () => {
+    const r = await runCli(
+      ['users', 'create', '--tenant', tenantId, '--email', 'Ops@Acme.test', '--password', 'a good password', '--json'],
+      { env },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { user_id: string; email: string };
+    expect(out.email).toBe('ops@acme.test');
+    expect(r.stdout).not.toContain('a good password');
+    expect((await new DashClient(ctx.app).login('ops@acme.test', 'a good password')).statusCode).toBe(200);
+  });
+
+  it('prints a one-time sign-in link when no password is given', async () => {
+    const r = await runCli(['users', 'create', '--tenant', tenantId, '--email', 'new@acme.test'], { env });
+    expect(r.code, r.stderr).toBe(0);
+    const link = /sign in: (\S+)/.exec(r.stdout)?.[1] ?? '';
+    const client = new DashClient(ctx.app);
+    await client.session();
+    const res = await client.post('/dashboard/api/login/link', { token: tokenOf(link) });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().user).toMatchObject({ email: 'new@acme.test', has_password: false });
+    // `users link` issues a fresh one (e.g. after a forgotten password).
+    const again = await runCli(
+      ['users', 'link', '--email', 'new@acme.test', '--json', '--base-url', 'https://mail.acme.test/'],
+      { env },
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).login_url).toMatch(/^https:\/\/mail\.acme\.test\/login#token=[0-9A-Za-z]{43}$/);
+  });
+
+  it('documents its options in --help', async () => {
+    const r = await runCli(['users', 'create', '--help'], { env });
+    expect(r.code).toBe(0);
+    for (const opt of ['--tenant', '--email', '--password', '--base-url', '--json']) expect(r.stdout).toContain(opt);
+  });
+
+  it.each([
+    ['missing --email', ['users', 'create', '--tenant', 'x'], /--email/],
+    ['missing --tenant', ['users', 'create', '--email', 'a@acme.test'], /--tenant/],
+    ['bad email', ['users', 'create', '--tenant', 'TENANT', '--email', 'not-an-email'], /email/],
+    [
+      'short password',
+      ['users', 'create', '--tenant', 'TENANT', '--email', 'p@acme.test', '--password', 'short'],
+      /password/,
+    ],
+    [
+      'unknown tenant',
+      ['users', 'create', '--tenant', '00000000-0000-7000-8000-000000000000', '--email', 'z@acme.test'],
+      /Tenant/,
+    ],
+    [
+      'taken email',
+      ['users', 'create', '--tenant', 'TENANT', '--email', 'OPS@acme.test', '--password', 'another password'],
+      /already exists/,
+    ],
+    ['unknown user', ['users', 'link', '--email', 'ghost@acme.test'], /not found/],
+  ])('exits 2 on %s with one line on stderr', async (_name, args, mentions) => {
+    const r = await runCli(
+      args.map((a) => (a === 'TENANT' ? tenantId : a)),
+      { env },
+    );
+    expect(r.code, r.stderr).toBe(2);
+    const lines = r.stderr.split('\n').filter((l) => l.trim());
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(mentions);
+  });
+});

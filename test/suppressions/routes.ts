@@ -1,0 +1,41 @@
+/**
+ * Route-catalog entries for the suppressions routes (test/helpers/route-catalog.ts format), so the
+ * shared security suite can run over them. The central catalog can spread SUPPRESSION_ROUTES in.
+ */
+import type { MakeId, RouteSpec } from '../helpers/route-catalog.ts';
+import { csvUpload } from './multipart.ts';
+
+const SUP = ['manage:suppressions'];
+
+/** Creates a suppression of the tenant (the POST answers counts, not ids) and returns its id. */
+export const suppressionId: MakeId = async (ctx, t) => {
+  const rec = await ctx.c.suppressions.addAutomatic(ctx.c.database.db, t.tenantId, {
+    identifier: `s${Math.random().toString(36).slice(2, 10)}@catalog.example.test`,
+    reason_category: 'manual',
+    source: 'api',
+  });
+  return rec.id;
+};
+
+export const SUPPRESSION_ROUTES: RouteSpec[] = [
+  {
+    method: 'POST',
+    path: '/v1/suppressions',
+    scopes: SUP,
+    sampleBody: { items: [{ identifier: 'catalog@example.test', type: 'email', reason_category: 'manual' }] },
+  },
+  { method: 'GET', path: '/v1/suppressions', scopes: SUP },
+  { method: 'GET', path: '/v1/suppressions/:id', scopes: SUP, makeId: suppressionId },
+  { method: 'DELETE', path: '/v1/suppressions/:id', scopes: SUP, makeId: suppressionId },
+];
+
+const upload = csvUpload('identifier\ncatalog-import@example.test\n');
+
+/** The same POST as a multipart CSV import (one path, two bodies). */
+export const SUPPRESSION_IMPORT_ROUTE: RouteSpec = {
+  method: 'POST',
+  path: '/v1/suppressions',
+  scopes: SUP,
+  sampleBody: upload.payload,
+  contentType: upload.contentType,
+};
