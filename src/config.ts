@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -54,6 +54,8 @@ export interface Config {
   smtpCommandDeadlineSeconds: number;
   rateLimitRps: number;
   rateLimitBurst: number;
+  /** Failed API-key / SMTP AUTH attempts per client address per 10 minutes (then 429 / 421); 0 = off. */
+  authFailuresPerIp: number;
   /** Master key (32 bytes) for secrets at rest; resolved by resolveMasterKey(). */
   masterKey: Buffer | null;
   logLevel: string;
@@ -73,8 +75,14 @@ export interface Config {
   authCacheSeconds: number;
   /** Delivery claim lease: a crashed worker's messages return after this. */
   deliveryLeaseSeconds: number;
+  /** Webhook dispatch claim lease: a crashed node's claimed deliveries are retried after this. */
+  webhookLeaseSeconds: number;
+  /** How often worker nodes try the idempotency purge (one node at a time, under a lease). */
+  idempotencyPurgeSeconds: number;
   /** On shutdown, how long in-flight HTTP requests may take before their connections are cut. */
   shutdownGraceSeconds: number;
+  /** Worker threads that build and DKIM-sign outgoing messages; 0 renders on the main thread. */
+  renderThreads: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -198,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpCommandDeadlineSeconds: int(env, 'POSTYARD_SMTP_COMMAND_DEADLINE_SECONDS', 300, 1, 3600),
     rateLimitRps: int(env, 'POSTYARD_RATE_LIMIT_RPS', 100, 0, 1_000_000),
     rateLimitBurst: int(env, 'POSTYARD_RATE_LIMIT_BURST', 200, 0, 10_000_000),
+    authFailuresPerIp: int(env, 'POSTYARD_AUTH_FAILURES_PER_IP', 60, 0, 1_000_000),
     masterKey,
     logLevel,
     ehloName,
@@ -209,7 +218,12 @@ export function loadConfig(env: Env = process.env): Config {
     importLimitBytes: int(env, 'POSTYARD_IMPORT_LIMIT_MB', 100, 1, 10240) * 1024 * 1024,
     authCacheSeconds: int(env, 'POSTYARD_AUTH_CACHE_SECONDS', 2, 0, 5),
     deliveryLeaseSeconds: int(env, 'POSTYARD_DELIVERY_LEASE_SECONDS', 300, 5, 3600),
+    // Above the 10 s webhook POST timeout plus an outcome flush, so a live node keeps its claims.
+    webhookLeaseSeconds: int(env, 'POSTYARD_WEBHOOK_LEASE_SECONDS', 120, 15, 3600),
+    idempotencyPurgeSeconds: int(env, 'POSTYARD_IDEMPOTENCY_PURGE_SECONDS', 60, 1, 86_400),
     shutdownGraceSeconds: int(env, 'POSTYARD_SHUTDOWN_GRACE_SECONDS', 8, 0, 60),
+    // Default: one thread per core beyond the main thread (at least 1, at most 4).
+    renderThreads: int(env, 'POSTYARD_RENDER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 0, 32),
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Container } from '../../container.ts';
 import { MxResolver } from './mx-resolver.ts';
+import { createRenderer } from './render-pool.ts';
 import type { SigningKeyLookup } from './renderer.ts';
 import { relayFromUrl } from './smtp-client.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
@@ -24,6 +25,7 @@ export function createDeliveryWorker(
       mxPort: c.config.mxPort,
     },
     signingKey,
+    renderer: createRenderer(c.config.renderThreads, c.logger),
     ...overrides,
   });
 }

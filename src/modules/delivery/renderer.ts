@@ -23,6 +23,13 @@ export interface TransmissionForDelivery {
   options: { sandbox?: boolean };
 }
 
+/** Everything a render needs, as plain data (it crosses to a render thread by structured clone). */
+export interface RenderRequest {
+  msg: MessagesTable;
+  tx: TransmissionForDelivery;
+  key: SigningKey | null;
+}
+
 export interface RenderedMessage {
   envelopeFrom: string;
   raw: Buffer;

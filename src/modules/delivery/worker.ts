@@ -17,7 +17,8 @@ import {
 } from './destination.ts';
 import { type Outcome, recordOutcomes } from './outcomes.ts';
 import { claimDueMessages, loadTransmission } from './queue.repo.ts';
-import { renderMessage, type SigningKeyLookup, type TransmissionForDelivery } from './renderer.ts';
+import { inlineRenderer, type Renderer } from './render-pool.ts';
+import type { RenderedMessage, SigningKeyLookup, TransmissionForDelivery } from './renderer.ts';
 import type { SmtpTimeouts } from './smtp-client.ts';
 
 export interface DeliveryWorkerOptions {
@@ -37,6 +38,8 @@ export interface DeliveryWorkerOptions {
   /** Claimed-but-unfinished messages held in memory at most; default 2000. */
   maxInflight?: number;
   timeouts?: Partial<SmtpTimeouts>;
+  /** Where messages are built and signed (a thread pool by default); closed by stop(). */
+  renderer?: Renderer;
 }
 
 interface Job {
@@ -70,7 +73,7 @@ export class DeliveryWorker {
   readonly o: Required<Omit<DeliveryWorkerOptions, 'timeouts'>> & { timeouts?: Partial<SmtpTimeouts> };
 
   constructor(opts: DeliveryWorkerOptions) {
-    this.o = { batchSize: 200, leaseMs: 300_000, pollMs: 250, maxInflight: 2000, ...opts };
+    this.o = { batchSize: 200, leaseMs: 300_000, pollMs: 250, maxInflight: 2000, renderer: inlineRenderer, ...opts };
   }
 
   start(): void {
@@ -90,6 +93,7 @@ export class DeliveryWorker {
     }
     await Promise.allSettled([...this.lanes]);
     await this.flush();
+    await this.o.renderer.close();
   }
 
   /** Nudges an idle worker (after an accept in the same process). */
@@ -254,33 +258,51 @@ export class DeliveryWorker {
       return;
     }
     const { session, host, address } = conn.opened;
+    // One message is rendered ahead (on a render thread) while the current one is on the wire,
+    // so the session never waits for a signature.
+    let next = await this.takeJob(q);
     try {
-      for (let sent = 0; sent < route.limits.maxMessagesPerConnection && session.alive; sent++) {
-        const job = q.jobs.shift();
-        if (!job) break;
-        // Never send on a lease about to run out: another worker may already own the message.
-        if (Date.now() > job.claimedAtMs + this.o.leaseMs - Math.min(30_000, this.o.leaseMs / 4) || !this.running) {
-          await this.release([job]);
+      for (let sent = 0; next && sent < route.limits.maxMessagesPerConnection && session.alive; sent++) {
+        const current = next;
+        next = sent + 1 < route.limits.maxMessagesPerConnection ? await this.takeJob(q) : null;
+        const rendered = await current.rendered;
+        if (!rendered) continue;
+        if (!this.running) {
+          await this.release([current.job]);
           continue;
         }
-        await this.sendOne(job, session, host, address);
+        await this.sendOne(current.job, rendered, session, host, address);
       }
     } finally {
+      // Taken but not sent (the session ended): back to the queue for another lane, unless it
+      // could not be built (then it is already recorded as failed).
+      if (next && (await next.rendered)) q.jobs.unshift(next.job);
       await session.close();
     }
   }
 
-  private async sendOne(
-    job: Job,
-    session: import('./smtp-client.ts').SmtpSession,
-    host: string,
-    address: string | null,
-  ) {
-    const startedAt = new Date().toISOString();
-    let rendered: Awaited<ReturnType<typeof renderMessage>>;
+  /** The next job worth sending, with its rendering started; jobs near their lease end are released. */
+  private async takeJob(q: DomainQueue): Promise<{ job: Job; rendered: Promise<RenderedMessage | null> } | null> {
+    for (;;) {
+      const job = q.jobs.shift();
+      if (!job) return null;
+      // Never send on a lease about to run out: another worker may already own the message.
+      if (Date.now() > job.claimedAtMs + this.o.leaseMs - Math.min(30_000, this.o.leaseMs / 4) || !this.running) {
+        await this.release([job]);
+        continue;
+      }
+      const rendered = this.render(job);
+      return { job, rendered };
+    }
+  }
+
+  /** Builds and signs a message; a message that cannot be built fails (null). */
+  private async render(job: Job): Promise<RenderedMessage | null> {
     try {
       const fromDomain = parseMailbox(job.tx.content.from)?.email.split('@')[1] ?? '';
-      rendered = await renderMessage(job.msg, job.tx, await this.o.signingKey(job.msg.tenant_id, fromDomain));
+      const key = await this.o.signingKey(job.msg.tenant_id, fromDomain);
+      const { id, content, raw, options } = job.tx;
+      return await this.o.renderer.render({ msg: job.msg, tx: { id, content, raw, options }, key });
     } catch (err) {
       this.o.logger.error({ err, message: job.msg.id }, 'message could not be rendered');
       this.complete({
@@ -291,8 +313,18 @@ export class DeliveryWorker {
         attempt: null,
         reason: 'message could not be built',
       });
-      return;
+      return null;
     }
+  }
+
+  private async sendOne(
+    job: Job,
+    rendered: RenderedMessage,
+    session: import('./smtp-client.ts').SmtpSession,
+    host: string,
+    address: string | null,
+  ) {
+    const startedAt = new Date().toISOString();
     const result = await session.send({
       envelopeFrom: rendered.envelopeFrom,
       recipients: [job.msg.recipient],

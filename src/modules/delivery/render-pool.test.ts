@@ -1,0 +1,131 @@
+import { promises as dns } from 'node:dns';
+import { simpleParser } from 'mailparser';
+import { dkimVerify } from 'mailauth';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DnsServer, startDnsServer } from '../../../test/peers/dns-server.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import { dkimDnsRecordValue, generateDkimKeyPair } from './dkim.ts';
+import { RenderPool } from './render-pool.ts';
+import type { RenderRequest } from './renderer.ts';
+
+const keys = generateDkimKeyPair();
+const logger = pino({ level: 'silent' });
+let dnsServer: DnsServer;
+let resolver: dns.Resolver;
+
+beforeAll(async () => {
+  dnsServer = await startDnsServer({
+    's1._domainkey.mail.example.com': { TXT: [dkimDnsRecordValue(keys.publicKeyBase64).match(/.{1,255}/g) ?? []] },
+  });
+  resolver = new dns.Resolver({ timeout: 2000, tries: 1 });
+  resolver.setServers([dnsServer.address]);
+});
+afterAll(() => dnsServer.close());
+
+function request(i: number): RenderRequest {
+  const now = new Date().toISOString();
+  const msg: MessagesTable = {
+    tenant_id: 't1',
+    id: `0193-msg-${i}`,
+    transmission_id: 'tx1',
+    recipient: `r${i}@dest.example`,
+    recipient_name: null,
+    recipient_domain: 'dest.example',
+    substitution_data: JSON.stringify({ name: `<b>${i}</b>` }),
+    metadata: null,
+    state: 'queued',
+    attempt_count: 0,
+    next_attempt_at: now,
+    locked_until: null,
+    locked_by: null,
+    last_response: null,
+    created_at: now,
+    updated_at: now,
+  };
+  return {
+    msg,
+    tx: {
+      id: 'tx1',
+      content: {
+        subject: 'Order {{name}}',
+        from: 'Shop <shop@mail.example.com>',
+        reply_to: null,
+        text: 'Hello {{name}}',
+        html: '<p>Hello {{name}}</p>',
+        headers: {},
+        attachments: [{ filename: 'a.bin', content_type: 'application/octet-stream', data: 'AAEC/w==' }],
+        template_id: null,
+      },
+      raw: null,
+      options: {},
+    },
+    key: {
+      domainName: 'mail.example.com',
+      keySelector: 's1',
+      privateKeyPem: keys.privateKeyPem,
+      returnPathDomain: 'rp.mail.example.com',
+    },
+  };
+}
+
+async function verify(raw: Buffer) {
+  const res = await dkimVerify(raw, {
+    resolver: async (name: string, type: string) => {
+      if (type !== 'TXT') throw Object.assign(new Error('unexpected'), { code: 'ENOTFOUND' });
+      return resolver.resolveTxt(name);
+    },
+  });
+  return res.results.map((r: { status: { result: string } }) => r.status.result);
+}
+
+describe('RenderPool (messages built and signed on worker threads)', () => {
+  it('renders many messages across two threads, each with its own substitution and a valid DKIM signature', async () => {
+    const pool = new RenderPool(2, logger);
+    try {
+      const out = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.render(request(i))));
+      for (const [i, r] of out.entries()) {
+        expect(r.signed).toBe(true);
+        expect(r.envelopeFrom).toBe(`bounces+0193-msg-${i}@rp.mail.example.com`);
+        const mail = await simpleParser(r.raw);
+        expect(mail.subject).toBe(`Order <b>${i}</b>`);
+        expect(mail.html).toContain(`Hello &lt;b&gt;${i}&lt;/b&gt;`);
+        expect(mail.to && 'value' in mail.to ? mail.to.value[0]?.address : null).toBe(`r${i}@dest.example`);
+      }
+      expect(await verify(out[0]?.raw as Buffer)).toEqual(['pass']);
+      expect(await verify(out[39]?.raw as Buffer)).toEqual(['pass']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('loses nothing when a thread dies with work in hand: those messages are rendered inline', async () => {
+    const logged: string[] = [];
+    const pool = new RenderPool(1, pino({ level: 'error' }, { write: (line: string) => logged.push(line) }));
+    try {
+      await pool.render(request(0)); // the thread is up
+      const inHand = Array.from({ length: 20 }, (_, i) => pool.render(request(i)));
+      // Kill the thread while it holds the 20 requests.
+      const threads = (pool as unknown as { threads: { worker: { terminate(): Promise<number> } }[] }).threads;
+      await threads[0]?.worker.terminate();
+      const out = await Promise.all(inHand);
+      expect(out.map((r) => r.envelopeFrom)).toEqual(
+        Array.from({ length: 20 }, (_, i) => `bounces+0193-msg-${i}@rp.mail.example.com`),
+      );
+      expect(await verify(out[19]?.raw as Buffer)).toEqual(['pass']);
+      // The rescue path really ran (the thread did not finish everything before it died).
+      expect(logged.join('')).toContain('render thread stopped');
+      // A new thread serves later work.
+      expect((await pool.render(request(99))).signed).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('close() finishes what was in hand', async () => {
+    const pool = new RenderPool(1, logger);
+    const inHand = Array.from({ length: 10 }, (_, i) => pool.render(request(i)));
+    await pool.close();
+    expect((await Promise.all(inHand)).every((r) => r.signed)).toBe(true);
+  });
+});

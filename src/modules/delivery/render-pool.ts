@@ -1,0 +1,134 @@
+/**
+ * Spreads message rendering (MIME + DKIM signature) over worker threads.
+ *
+ * Why: an RSA-2048 signature costs ~0.3 ms of CPU and MIME building about as much again; on the
+ * event loop that also drives every SMTP session and the database writes, that CPU time caps a
+ * worker near 1,000 messages/s. Rendering on threads lets the main thread keep sessions busy
+ * while other cores sign (measured by `npm run bench:deliver`, docs/benchmarks.md).
+ *
+ * A thread that dies takes no message with it: what it had in hand is rendered inline instead,
+ * and a new thread is started for later work.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { type RenderedMessage, type RenderRequest, renderMessage } from './renderer.ts';
+import type { RenderThreadReply, RenderThreadRequest } from './render-thread.ts';
+
+export interface Renderer {
+  render(req: RenderRequest): Promise<RenderedMessage>;
+  close(): Promise<void>;
+}
+
+/** Renders on the calling thread (POSTYARD_RENDER_THREADS=0). */
+export const inlineRenderer: Renderer = {
+  render: (req) => renderMessage(req.msg, req.tx, req.key),
+  close: async () => {},
+};
+
+interface Pending {
+  req: RenderRequest;
+  resolve(r: RenderedMessage): void;
+  reject(err: Error): void;
+}
+
+interface RenderThread {
+  worker: Worker;
+  ready: boolean;
+  backlog: RenderThreadRequest[];
+  pending: Map<number, Pending>;
+}
+
+const ENTRY = new URL('./render-thread-entry.js', import.meta.url);
+
+export class RenderPool implements Renderer {
+  private readonly threads: (RenderThread | null)[];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    size: number,
+    private readonly logger: Logger,
+  ) {
+    this.threads = Array.from({ length: size }, () => null);
+  }
+
+  render(req: RenderRequest): Promise<RenderedMessage> {
+    if (this.closed) return inlineRenderer.render(req);
+    const slot = this.leastBusySlot();
+    const t = this.threads[slot] ?? this.start(slot);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      t.pending.set(id, { req, resolve, reject });
+      const msg: RenderThreadRequest = { id, ...req };
+      if (t.ready) t.worker.postMessage(msg);
+      else t.backlog.push(msg);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const running = this.threads.filter((t): t is RenderThread => t !== null);
+    this.threads.fill(null);
+    // Whatever was still in hand is finished inline, so stopping never loses a render.
+    for (const t of running) this.rescue(t);
+    await Promise.all(running.map((t) => t.worker.terminate()));
+  }
+
+  private leastBusySlot(): number {
+    let best = 0;
+    let bestLoad = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.threads.length; i++) {
+      const load = this.threads[i]?.pending.size ?? 0;
+      if (load < bestLoad) {
+        best = i;
+        bestLoad = load;
+      }
+    }
+    return best;
+  }
+
+  private start(slot: number): RenderThread {
+    const worker = new Worker(ENTRY);
+    worker.unref();
+    const t: RenderThread = { worker, ready: false, backlog: [], pending: new Map() };
+    this.threads[slot] = t;
+    worker.on('message', (m: RenderThreadReply | { ready: true }) => {
+      if ('ready' in m) {
+        t.ready = true;
+        for (const msg of t.backlog) worker.postMessage(msg);
+        t.backlog = [];
+        return;
+      }
+      const p = t.pending.get(m.id);
+      if (!p) return;
+      t.pending.delete(m.id);
+      if (m.ok)
+        p.resolve({
+          envelopeFrom: m.envelopeFrom,
+          raw: Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength),
+          signed: m.signed,
+        });
+      else p.reject(new Error(m.error));
+    });
+    const lost = (err: unknown) => {
+      if (this.threads[slot] === t) this.threads[slot] = null;
+      if (t.pending.size > 0)
+        this.logger.error({ err, inHand: t.pending.size }, 'render thread stopped; rendering its messages inline');
+      this.rescue(t);
+    };
+    worker.on('error', lost);
+    worker.on('exit', (code) => lost(new Error(`render thread exited with code ${code}`)));
+    return t;
+  }
+
+  private rescue(t: RenderThread): void {
+    const pending = [...t.pending.values()];
+    t.pending.clear();
+    t.backlog = [];
+    for (const p of pending) inlineRenderer.render(p.req).then(p.resolve, p.reject);
+  }
+}
+
+export function createRenderer(threads: number, logger: Logger): Renderer {
+  return threads > 0 ? new RenderPool(threads, logger) : inlineRenderer;
+}
