@@ -1,9 +1,31 @@
-import type { Insertable } from 'kysely';
+import { CompiledQuery, type Insertable, PostgresAdapter } from 'kysely';
 import type { Executor } from './executor.ts';
 import type { DB } from './schema.ts';
 
 /** SQLite allows 32,766 bound parameters per statement; PostgreSQL 65,535. Stay under both. */
 const MAX_PARAMS = 30_000;
+
+/**
+ * The INSERT text per (dialect, table, columns, row count). Accepting a message inserts into
+ * four tables; building those statements through Kysely's query builder (object freezing, AST
+ * visiting, compiling) cost more CPU than SQLite took to run them, so hot inserts are written
+ * here once and reused. Identifiers come from our own schema types, never from input.
+ */
+const sqlCache = new Map<string, string>();
+
+function insertSql(pg: boolean, table: string, cols: string[], rows: number): string {
+  const key = `${pg ? 'p' : 's'}|${table}|${cols.join(',')}|${rows}`;
+  let text = sqlCache.get(key);
+  if (!text) {
+    let n = 0;
+    const tuple = () => `(${cols.map(() => (pg ? `$${++n}` : '?')).join(', ')})`;
+    const values = Array.from({ length: rows }, tuple).join(', ');
+    text = `insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values ${values}`;
+    if (sqlCache.size > 2000) sqlCache.clear();
+    sqlCache.set(key, text);
+  }
+  return text;
+}
 
 /** Multi-row INSERT split into chunks that respect the bound-parameter limits. */
 export async function insertMany<T extends keyof DB & string>(
@@ -12,6 +34,27 @@ export async function insertMany<T extends keyof DB & string>(
   rows: Insertable<DB[T]>[],
 ): Promise<void> {
   if (rows.length === 0) return;
+  const cols = Object.keys(rows[0] as object);
+  const pg = db.getExecutor().adapter instanceof PostgresAdapter;
+  const chunk = Math.max(1, Math.floor(MAX_PARAMS / (cols.length || 1)));
+  for (let i = 0; i < rows.length; i += chunk) {
+    const part = rows.slice(i, i + chunk) as Record<string, unknown>[];
+    const params: unknown[] = [];
+    for (const row of part) {
+      // Every row must have exactly the first row's columns (our callers build uniform rows);
+      // anything else goes through the query builder, which fills the gaps with DEFAULT.
+      if (Object.keys(row).length !== cols.length) return insertWithBuilder(db, table, rows.slice(i));
+      for (const c of cols) {
+        const v = row[c];
+        if (v === undefined) return insertWithBuilder(db, table, rows.slice(i));
+        params.push(v);
+      }
+    }
+    await db.executeQuery(CompiledQuery.raw(insertSql(pg, table, cols, part.length), params));
+  }
+}
+
+async function insertWithBuilder<T extends keyof DB & string>(db: Executor, table: T, rows: Insertable<DB[T]>[]) {
   const cols = Object.keys(rows[0] as object).length || 1;
   const chunk = Math.max(1, Math.floor(MAX_PARAMS / cols));
   for (let i = 0; i < rows.length; i += chunk) {

@@ -1,8 +1,9 @@
+import { insertMany } from '../../db/batch.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { DeliveryAttemptsTable, MessagesTable, TransmissionsTable } from '../../db/schema.ts';
 
 export async function insertTransmission(db: Executor, row: TransmissionsTable): Promise<void> {
-  await db.insertInto('transmissions').values(row).execute();
+  await insertMany(db, 'transmissions', [row]);
 }
 
 export async function findTransmission(db: Executor, tenantId: string, id: string) {
