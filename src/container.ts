@@ -15,6 +15,7 @@ import { EventsService } from './modules/events/events.service.ts';
 import { WebhookRegistry } from './modules/webhooks/registry.ts';
 import { WebhookSender } from './modules/webhooks/sender.ts';
 import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
+import { FailedAuthLimiter } from './modules/rate-limit/failed-auth.ts';
 import {
   DatabaseStore,
   MemoryStore,
@@ -42,6 +43,8 @@ export interface Container {
   cursors: CursorCodec;
   metrics: Registry;
   rateLimiter: RateLimiter;
+  /** Failed API-key and SMTP AUTH attempts per client address (brute-force brake). */
+  failedAuth: FailedAuthLimiter;
   redis: Redis | null;
   apiKeys: ApiKeysService;
   tenants: TenantsService;
@@ -108,6 +111,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     cursors,
     metrics: createMetricsRegistry(),
     rateLimiter,
+    failedAuth: new FailedAuthLimiter(rateLimiter, config.authFailuresPerIp),
     redis,
     apiKeys,
     tenants: new TenantsService(database, apiKeys),

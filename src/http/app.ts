@@ -115,6 +115,8 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
   });
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-ID', req.id);
+    // No response is ever to be content-sniffed into HTML (JSON echoing tenant-supplied text).
+    reply.header('X-Content-Type-Options', 'nosniff');
     if (closing) {
       return sendError(reply, 'unavailable', [{ code: 'unavailable', message: 'Server is shutting down; retry' }], {
         'Retry-After': '1',
@@ -122,7 +124,7 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
       });
     }
   });
-  installAuth(app, c.apiKeys);
+  installAuth(app, c.apiKeys, c.failedAuth);
   installRateLimit(app, c.rateLimiter, {
     rps: c.config.rateLimitRps,
     burst: c.config.rateLimitBurst,

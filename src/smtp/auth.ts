@@ -6,6 +6,10 @@ import { MAX_AUTH_FAILURES, type SmtpLimits } from './limits.ts';
 import { SmtpReply } from './replies.ts';
 import type { SmtpUser } from './submission.ts';
 
+function tooManyFromIp(seconds: number): string {
+  return `4.7.0 Too many failed authentication attempts from this address, try again in ${seconds} s`;
+}
+
 type AuthCallback = (err: Error | null | undefined, response?: SMTPServerAuthenticationResponse) => void;
 
 /**
@@ -19,12 +23,23 @@ export function createAuthHandler(c: Container, limits: SmtpLimits, server: () =
     const username = auth.username ?? '';
     const password = typeof auth.password === 'string' ? auth.password : '';
     const conn = server().connectionOf(session.id);
+    const ip = session.remoteAddress;
+    // Brute-force brake across connections (docs/security.md): an address that spent its budget
+    // of failed AUTHs is refused before any scrypt work, whatever it sends, until it refills.
+    const blocked = c.failedAuth.blockedFor('smtp', ip);
+    if (blocked > 0) {
+      log.info({ ip, retryAfter: blocked }, 'SMTP AUTH refused: too many failures from this address');
+      callback(null, { responseCode: 421, message: tooManyFromIp(blocked) });
+      return;
+    }
     c.smtpCredentials
       .verify(username, password)
-      .then((found) => {
+      .then(async (found) => {
         if (!found) {
           const failures = conn ? ++conn.authFailures : MAX_AUTH_FAILURES;
-          log.info({ username: username.slice(0, 64), ip: session.remoteAddress, failures }, 'SMTP AUTH failed');
+          log.info({ username: username.slice(0, 64), ip, failures }, 'SMTP AUTH failed');
+          const wait = await c.failedAuth.recordFailure('smtp', ip);
+          if (wait > 0) return callback(null, { responseCode: 421, message: tooManyFromIp(wait) });
           if (failures >= MAX_AUTH_FAILURES) {
             return callback(null, {
               responseCode: 421,

@@ -57,6 +57,8 @@ export async function createTestContext(opts: TestContextOptions = {}): Promise<
     POSTYARD_DEV_MODE: 'true',
     POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
     POSTYARD_RATE_LIMIT_RPS: '0',
+    // Suites send many bad keys from one address; test/security/brute-force.test.ts turns it on.
+    POSTYARD_AUTH_FAILURES_PER_IP: '0',
     POSTYARD_SHUTDOWN_GRACE_SECONDS: '2',
     ...(TEST_DATABASE_URL ? { DATABASE_URL: TEST_DATABASE_URL } : {}),
     ...(opts.shareWith?.env ?? {}),

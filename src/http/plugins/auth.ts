@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
 import type { ApiKeysService, AuthContext } from '../../modules/api-keys/api-keys.service.ts';
+import type { FailedAuthLimiter } from '../../modules/rate-limit/failed-auth.ts';
 
 /**
  * Bearer-token authentication and scope checks for every /v1 route. Runs in onRequest, before
  * the body is read, so an unauthenticated caller cannot make us parse a 10 MB body.
  */
-export function installAuth(app: FastifyInstance, apiKeys: ApiKeysService) {
+export function installAuth(app: FastifyInstance, apiKeys: ApiKeysService, failedAuth?: FailedAuthLimiter) {
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (req) => {
     const cfg = req.routeOptions.config;
@@ -15,7 +16,20 @@ export function installAuth(app: FastifyInstance, apiKeys: ApiKeysService) {
     const header = req.headers.authorization;
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     const auth = m?.[1] ? await apiKeys.authenticate(m[1]) : null;
-    if (!auth) throw new AppError('unauthorized', 'A valid API key is required: Authorization: Bearer <API_KEY>');
+    if (!auth) {
+      // Brute-force brake (docs/security.md): a presented credential that fails counts against the
+      // client address; past the budget the answer is 429 instead of 401. A valid key is never
+      // held back, so clients sharing an address with a guesser keep working.
+      if (header && failedAuth) {
+        const wait = failedAuth.blockedFor('http', req.ip) || (await failedAuth.recordFailure('http', req.ip));
+        if (wait > 0) {
+          throw new AppError('rate_limited', 'Too many failed authentication attempts from this address; retry later', {
+            headers: { 'Retry-After': String(wait) },
+          });
+        }
+      }
+      throw new AppError('unauthorized', 'A valid API key is required: Authorization: Bearer <API_KEY>');
+    }
     req.auth = auth;
     const scopes = cfg?.scopes ?? [];
     if (!scopes.some((s) => auth.scopes.has(s))) {

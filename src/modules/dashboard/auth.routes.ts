@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
-import { AppError } from '../../lib/errors.ts';
 import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type StartedSession } from './accounts.service.ts';
 import {
   clearSessionCookie,
@@ -100,16 +99,13 @@ export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) 
     { config: SESSION, schema: { ...hide, body: PasswordBody } },
     async (req, reply) => {
       const s = sessionOf(req);
-      try {
-        await c.dashboard.setPassword(s, req.body as { password: string; current_password?: string });
-      } catch (err) {
-        // A wrong current password counts against the sign-in limits like a failed sign-in.
-        if (err instanceof AppError && err.details.some((d) => d.field === 'current_password')) {
-          const user = await c.dashboard.getUser(s.tenantId, s.userId);
-          await c.dashboard.checkLoginRate(req.ip, user.email);
-        }
-        throw err;
-      }
+      // Counted against the sign-in limits BEFORE the current password is checked, like a sign-in:
+      // past the limit a guess is refused unheard (429). Counting only after a wrong guess (as
+      // before) still answered every guess, 429 meaning "wrong" and 204 "right", so a stolen
+      // session could find out the password at full speed.
+      const user = await c.dashboard.getUser(s.tenantId, s.userId);
+      await c.dashboard.checkLoginRate(req.ip, user.email);
+      await c.dashboard.setPassword(s, req.body as { password: string; current_password?: string });
       return reply.code(204).send();
     },
   );
