@@ -5,6 +5,7 @@ import { type DatabaseIntrospector, Kysely, Migrator, PostgresDialect, SqliteDia
 import pg from 'pg';
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema.ts';
+import { startCheckpointer } from './sqlite-checkpointer.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -42,6 +43,7 @@ function openSqlite(file: string): Database {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
+  const checkpointer = startCheckpointer(raw, file);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return {
     db,
@@ -50,6 +52,7 @@ function openSqlite(file: string): Database {
       await sql`select 1`.execute(db);
     },
     async close() {
+      await checkpointer.stop();
       await db.destroy();
     },
   };

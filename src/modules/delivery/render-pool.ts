@@ -71,7 +71,13 @@ export class RenderPool implements Renderer {
     this.threads.fill(null);
     // Whatever was still in hand is finished inline, so stopping never loses a render.
     for (const t of running) this.rescue(t);
-    await Promise.all(running.map((t) => t.worker.terminate()));
+    // ref(): awaiting an unref'd thread alone would let the event loop empty mid-shutdown.
+    await Promise.all(
+      running.map((t) => {
+        t.worker.ref();
+        return t.worker.terminate();
+      }),
+    );
   }
 
   private leastBusySlot(): number {
@@ -88,7 +94,8 @@ export class RenderPool implements Renderer {
   }
 
   private start(slot: number): RenderThread {
-    const worker = new Worker(ENTRY);
+    // execArgv: []: the entry registers tsx itself; inheriting the parent's --import would load it twice.
+    const worker = new Worker(ENTRY, { execArgv: [] });
     worker.unref();
     const t: RenderThread = { worker, ready: false, backlog: [], pending: new Map() };
     this.threads[slot] = t;

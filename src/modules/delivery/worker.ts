@@ -267,7 +267,8 @@ export class DeliveryWorker {
         next = sent + 1 < route.limits.maxMessagesPerConnection ? await this.takeJob(q) : null;
         const rendered = await current.rendered;
         if (!rendered) continue;
-        if (!this.running) {
+        // Checked again here: rendering and the previous send may have taken the margin.
+        if (!this.running || this.leaseEnding(current.job)) {
           await this.release([current.job]);
           continue;
         }
@@ -287,13 +288,23 @@ export class DeliveryWorker {
       const job = q.jobs.shift();
       if (!job) return null;
       // Never send on a lease about to run out: another worker may already own the message.
-      if (Date.now() > job.claimedAtMs + this.o.leaseMs - Math.min(30_000, this.o.leaseMs / 4) || !this.running) {
+      if (this.leaseEnding(job) || !this.running) {
         await this.release([job]);
         continue;
       }
       const rendered = this.render(job);
       return { job, rendered };
     }
+  }
+
+  /**
+   * True when the job's lease ends within the safety margin. The end is the one the claim wrote
+   * (locked_until), not claimedAtMs + leaseMs: the lease starts before the claim query runs, so
+   * a slow claim would otherwise eat the margin (test/crash saw double sends under load).
+   */
+  private leaseEnding(job: Job): boolean {
+    const end = Date.parse(job.msg.locked_until ?? '') || job.claimedAtMs + this.o.leaseMs;
+    return Date.now() > end - Math.min(30_000, this.o.leaseMs / 4);
   }
 
   /** Builds and signs a message; a message that cannot be built fails (null). */
