@@ -135,7 +135,7 @@ async function* fileChunks(part: MultipartFile, limitBytes: number): AsyncGenera
  * stored response, and the body is a stream we could only fingerprint after importing it.
  * Imports are upserts, so repeating one is safe without a key.
  */
-async function importCsv(c: Container, req: FastifyRequest, reply: FastifyReply, tenantId: string) {
+export async function importCsv(c: Container, req: FastifyRequest, reply: FastifyReply, tenantId: string) {
   if (req.headers['idempotency-key'] !== undefined) {
     throw new AppError(
       'invalid_idempotency_key',
