@@ -28,8 +28,10 @@ async function startApi(c: Container): Promise<Running> {
 
 /** Periodic maintenance guarded by a lease so one node at a time runs it. */
 function startScheduler(c: Container): Running {
-  every(c, 60_000, 'idempotency-purge', async () => {
-    if (await acquireLease(c.database, 'idempotency-purge', NODE_ID, 120_000)) {
+  // The lease outlives two intervals, so its holder renews it before anyone else may take it.
+  const purgeMs = c.config.idempotencyPurgeSeconds * 1000;
+  every(c, purgeMs, 'idempotency-purge', async () => {
+    if (await acquireLease(c.database, 'idempotency-purge', NODE_ID, 2 * purgeMs)) {
       const n = await c.idempotency.purgeExpired();
       if (n) c.logger.info({ removed: n }, 'expired idempotency keys purged');
     }

@@ -105,13 +105,16 @@ export class DatabaseStore implements RateLimitStore {
     // The cast: PostgreSQL would infer bigint for the parameter and refuse a fractional rate.
     const refilled = sql`${least}(${p.burst}, rate_limit_buckets.tokens + ${greatest}(0, ${nowMs} - rate_limit_buckets.updated_ms) * CAST(${p.rps} AS double precision) / 1000.0)`;
     // A denied take keeps the refilled level; last_allowed tells the caller which branch ran.
+    // updated_ms never moves back: nodes read their clocks before waiting for the row lock, so
+    // takes commit out of clock order; setting an older time would credit the same interval's
+    // refill twice and let several nodes together exceed the budget (found by test/cluster).
     const res = await sql<{ tokens: number; last_allowed: number }>`
       INSERT INTO rate_limit_buckets (key, tokens, updated_ms, last_allowed)
       VALUES (${key}, ${p.burst - 1}, ${nowMs}, 1)
       ON CONFLICT (key) DO UPDATE SET
         tokens = CASE WHEN ${refilled} >= 1 THEN ${refilled} - 1 ELSE ${refilled} END,
         last_allowed = CASE WHEN ${refilled} >= 1 THEN 1 ELSE 0 END,
-        updated_ms = ${nowMs}
+        updated_ms = ${greatest}(rate_limit_buckets.updated_ms, ${nowMs})
       RETURNING tokens, last_allowed`.execute(this.database.db);
     const row = res.rows[0];
     return { allowed: Number(row?.last_allowed ?? 0) === 1, tokens: Math.max(0, Number(row?.tokens ?? 0)) };

@@ -278,7 +278,11 @@ export async function applyCompletions(
       'webhook_deliveries',
       writes.flatMap((w) => (w.log ? [w.log] : [])),
     );
-    for (const [id, s] of byWebhook) {
+    // In id order: nodes flushing outcomes of the same webhooks at once must lock the webhooks
+    // rows in one order, else PostgreSQL detects a deadlock (seen in test/cluster) and the flush
+    // is retried after a wasted second.
+    const ordered = [...byWebhook].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    for (const [id, s] of ordered) {
       if (s.lastOk) {
         await trx
           .updateTable('webhooks')

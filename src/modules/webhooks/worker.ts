@@ -8,6 +8,7 @@ export function startWebhookDispatcher(
   opts: Omit<DispatcherOptions, 'nodeId'> = {},
 ): { name: string; dispatcher: WebhookDispatcher; stop(): Promise<void> } {
   const dispatcher = new WebhookDispatcher(c.database, c.webhooks.registry, c.webhooks.sender, c.logger, {
+    lockMs: c.config.webhookLeaseSeconds * 1000,
     ...opts,
     nodeId,
   });
