@@ -34,6 +34,8 @@ export interface Config {
   mxPort: number;
   devMode: boolean;
   allowPrivateWebhookTargets: boolean;
+  /** Deliver to MX hosts on loopback/private addresses (dev mode implies it). */
+  allowPrivateMxTargets: boolean;
   smtpAllowInsecureAuth: boolean;
   smtpTlsCert: string | null;
   smtpTlsKey: string | null;
@@ -83,6 +85,12 @@ export interface Config {
   shutdownGraceSeconds: number;
   /** Worker threads that build and DKIM-sign outgoing messages; 0 renders on the main thread. */
   renderThreads: number;
+  /** Seconds a client has to send all request headers (slow-drip clients get 408 and are cut). */
+  httpHeadersTimeoutSeconds: number;
+  /** Seconds a client has to send a whole request, body included (the handler's time is not counted). */
+  httpRequestTimeoutSeconds: number;
+  /** Seconds an idle keep-alive connection is kept open (above a load balancer's idle timeout). */
+  httpKeepAliveTimeoutSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -180,6 +188,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL', 'must start with redis://');
   const dataDirRaw = str(env, 'POSTYARD_DATA_DIR') ?? './data';
   const smtpsPort = int(env, 'POSTYARD_SMTPS_PORT', 0, 0, 65535);
+  const httpHeadersTimeoutSeconds = int(env, 'POSTYARD_HTTP_HEADERS_TIMEOUT_SECONDS', 30, 1, 3600);
+  const httpRequestTimeoutSeconds = int(env, 'POSTYARD_HTTP_REQUEST_TIMEOUT_SECONDS', 300, 1, 86_400);
+  if (httpRequestTimeoutSeconds < httpHeadersTimeoutSeconds) {
+    // Node refuses a headers timeout above the request timeout.
+    throw new ConfigError(
+      'POSTYARD_HTTP_REQUEST_TIMEOUT_SECONDS',
+      `must be at least POSTYARD_HTTP_HEADERS_TIMEOUT_SECONDS (${httpHeadersTimeoutSeconds})`,
+    );
+  }
 
   return Object.freeze({
     httpPort: int(env, 'POSTYARD_HTTP_PORT', 3000, 0, 65535),
@@ -193,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     mxPort: int(env, 'POSTYARD_MX_PORT', 25, 1, 65535),
     devMode: bool(env, 'POSTYARD_DEV_MODE', false),
     allowPrivateWebhookTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS', false),
+    allowPrivateMxTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_MX_TARGETS', false),
     smtpAllowInsecureAuth: bool(env, 'POSTYARD_SMTP_ALLOW_INSECURE_AUTH', false),
     smtpTlsCert: cert,
     smtpTlsKey: key,
@@ -224,6 +242,9 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceSeconds: int(env, 'POSTYARD_SHUTDOWN_GRACE_SECONDS', 8, 0, 60),
     // Default: one thread per core beyond the main thread (at least 1, at most 4).
     renderThreads: int(env, 'POSTYARD_RENDER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 0, 32),
+    httpHeadersTimeoutSeconds,
+    httpRequestTimeoutSeconds,
+    httpKeepAliveTimeoutSeconds: int(env, 'POSTYARD_HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
   });
 }
 

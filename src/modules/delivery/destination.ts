@@ -1,3 +1,4 @@
+import { isForbiddenAddress } from '../webhooks/ssrf.ts';
 import { classifyBounce } from './bounce-rules.ts';
 import type { MxResolver } from './mx-resolver.ts';
 import type { AttemptRecord } from './outcomes.ts';
@@ -26,6 +27,12 @@ export interface RoutingOptions {
   resolver: MxResolver;
   relay: RelayConfig | null;
   mxPort: number;
+  /**
+   * Connect to MX hosts on loopback, private, link-local or metadata addresses. Off outside
+   * development: a domain whose MX points inside our network would otherwise turn delivery into
+   * an SSRF probe (someone adds a domain with `MX 10 169.254.169.254.nip.io` and sends to it).
+   */
+  allowPrivate?: boolean;
 }
 
 /** MX lookup (or the relay) for a recipient domain. Null MX and NXDOMAIN are permanent. */
@@ -51,14 +58,27 @@ export async function routeFor(domain: string, o: RoutingOptions): Promise<Route
       enhancedCode: /null mx/i.test(r.reason) ? '5.1.10' : '5.1.2',
     };
   }
-  const first = r.hosts[0]?.exchange ?? domain;
+  const hosts = o.allowPrivate
+    ? r.hosts
+    : r.hosts
+        .map((h) => ({ ...h, addresses: h.addresses.filter((a) => !isForbiddenAddress(a)) }))
+        .filter((h) => h.addresses.length > 0);
+  if (hosts.length === 0) {
+    return {
+      ok: false,
+      permanent: true,
+      reason: `the MX hosts of ${domain} resolve only to loopback, private or reserved addresses`,
+      enhancedCode: '5.4.4',
+    };
+  }
+  const first = hosts[0]?.exchange ?? domain;
   const { site, limits } = siteFor(first);
   return {
     ok: true,
     route: {
       site,
       limits,
-      hosts: r.hosts.map((h) => ({ host: h.exchange, addresses: h.addresses, port: o.mxPort })),
+      hosts: hosts.map((h) => ({ host: h.exchange, addresses: h.addresses, port: o.mxPort })),
       relay: null,
     },
   };

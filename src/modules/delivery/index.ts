@@ -23,6 +23,7 @@ export function createDeliveryWorker(
       resolver: new MxResolver({ ...(c.config.dnsServers ? { servers: c.config.dnsServers } : {}) }),
       relay: c.config.relayUrl ? relayFromUrl(c.config.relayUrl) : null,
       mxPort: c.config.mxPort,
+      allowPrivate: c.config.devMode || c.config.allowPrivateMxTargets,
     },
     signingKey,
     renderer: createRenderer(c.config.renderThreads, c.logger),
