@@ -15,6 +15,8 @@ import { registerSuppressionRoutes } from '../modules/suppressions/suppressions.
 import { registerTransmissionRoutes } from '../modules/transmissions/transmissions.routes.ts';
 import { registerSmtpCredentialRoutes } from '../modules/smtp-credentials/smtp-credentials.routes.ts';
 import { installErrorHandler, sendError } from './error-handler.ts';
+import { installInputGuard } from './input-guard.ts';
+import { httpServerOptions } from './server-options.ts';
 import { installAuth } from './plugins/auth.ts';
 import { installMetrics } from './plugins/metrics.ts';
 import { installRateLimit } from './plugins/rate-limit.ts';
@@ -59,6 +61,8 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     genReqId: genRequestId,
     requestIdHeader: false,
     bodyLimit: c.config.bodyLimitBytes,
+    // Timeouts for slow clients, contract answers for malformed requests (server-options.ts).
+    ...httpServerOptions(c.config),
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     // While closing: idle connections are cut at once, requests in flight finish, requests on
@@ -139,6 +143,8 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     if (type === 'multipart/form-data' && req.routeOptions.config?.multipart) return;
     throw new AppError('unsupported_media_type', 'Content-Type must be application/json');
   });
+  // Nesting depth and NUL characters (see input-guard.ts).
+  installInputGuard(app);
 
   app.addHook('onResponse', async (req, reply) => {
     req.log.info(

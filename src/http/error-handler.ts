@@ -79,6 +79,10 @@ export function sendError(
 ) {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   if (code === 'unauthorized') reply.header('WWW-Authenticate', 'Bearer');
+  // The rest of an oversized body is not read: the connection closes after the 413 (Fastify does
+  // this for its JSON parser; a multipart import cut by the size limit needs it too, else the
+  // whole upload was still received and discarded on the kept-alive connection).
+  if (code === 'payload_too_large') reply.header('Connection', 'close');
   return reply
     .code(STATUS_BY_CODE[code])
     .type('application/json; charset=utf-8')

@@ -1,9 +1,8 @@
-import type { MultipartFile } from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
-import { AppError, validationError } from '../../lib/errors.ts';
+import { AppError } from '../../lib/errors.ts';
 import { SCOPES } from '../api-keys/scopes.ts';
 import type { EventsQueryInput } from '../events/events.service.ts';
 import {
@@ -12,6 +11,7 @@ import {
   SUPPRESSION_TYPES,
   type SuppressionItemInput,
 } from '../suppressions/suppressions.service.ts';
+import { importCsv } from '../suppressions/suppressions.routes.ts';
 import {
   CreateWebhookBody,
   type CreateWebhookInput,
@@ -61,19 +61,6 @@ const SuppressionBody = Type.Object(
   },
   { additionalProperties: false },
 );
-
-/** The CSV part as chunks; 413 the moment the upload passes the import limit. */
-async function* csvChunks(part: MultipartFile, limitBytes: number): AsyncGenerator<Buffer> {
-  for await (const chunk of part.file) {
-    if (part.file.truncated) break;
-    yield chunk as Buffer;
-  }
-  if (part.file.truncated) {
-    throw new AppError('payload_too_large', `The file is larger than ${Math.round(limitBytes / 1048576)} MB`, {
-      field: 'file',
-    });
-  }
-}
 
 export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
   const config = SESSION;
@@ -197,15 +184,17 @@ export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
   app.post(`${P}/suppressions`, { config, schema: schema({ body: SuppressionBody }) }, async (req) =>
     c.suppressions.upsert(tenant(req), [req.body as SuppressionItemInput], { source: 'dashboard' }),
   );
-  app.post(`${P}/suppressions/import`, { config: { ...config, multipart: true }, schema: schema() }, async (req) => {
-    if (!req.isMultipart())
-      throw new AppError('unsupported_media_type', 'Expected multipart/form-data with a CSV file');
-    const part = await req.file();
-    if (part?.fieldname !== 'file') {
-      throw validationError([{ field: 'file', message: 'A CSV file part named "file" is required' }]);
-    }
-    return c.suppressions.importCsv(tenant(req), csvChunks(part, c.config.importLimitBytes), { source: 'import' });
-  });
+  app.post(
+    `${P}/suppressions/import`,
+    { config: { ...config, multipart: true }, schema: schema() },
+    async (req, reply) => {
+      if (!req.isMultipart())
+        throw new AppError('unsupported_media_type', 'Expected multipart/form-data with a CSV file');
+      // The reader of POST /v1/suppressions: a multipart body cut before its final boundary is a
+      // 422 on `file` there; this route's own copy answered it 500 ("Premature close").
+      return importCsv(c, req, reply, tenant(req));
+    },
+  );
   app.delete(`${P}/suppressions/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
     await c.suppressions.delete(tenant(req), id(req));
     return reply.code(204).send();
