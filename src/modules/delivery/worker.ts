@@ -15,8 +15,9 @@ import {
   routeFor,
   SiteSlots,
 } from './destination.ts';
-import { type Outcome, recordOutcomes } from './outcomes.ts';
+import type { Outcome } from './outcomes.ts';
 import { claimDueMessages, loadTransmission } from './queue.repo.ts';
+import { OutcomeBuffer } from './outcome-buffer.ts';
 import { inlineRenderer, type Renderer } from './render-pool.ts';
 import type { RenderedMessage, SigningKeyLookup, TransmissionForDelivery } from './renderer.ts';
 import type { SmtpTimeouts } from './smtp-client.ts';
@@ -66,14 +67,22 @@ export class DeliveryWorker {
   private readonly queues = new Map<string, DomainQueue>();
   private readonly slots = new SiteSlots();
   private readonly txCache = new Map<string, Job['tx']>();
-  private pending: Outcome[] = [];
-  private flushing: Promise<void> | null = null;
+  private readonly outcomes: OutcomeBuffer;
   private readonly lanes = new Set<Promise<void>>();
   private wake: (() => void) | null = null;
   readonly o: Required<Omit<DeliveryWorkerOptions, 'timeouts'>> & { timeouts?: Partial<SmtpTimeouts> };
 
   constructor(opts: DeliveryWorkerOptions) {
     this.o = { batchSize: 200, leaseMs: 300_000, pollMs: 250, maxInflight: 2000, renderer: inlineRenderer, ...opts };
+    this.outcomes = new OutcomeBuffer({
+      database: this.o.database,
+      suppressions: this.o.suppressions,
+      workerId: this.o.workerId,
+      logger: this.o.logger,
+      written: (n) => {
+        this.inflight -= n;
+      },
+    });
   }
 
   start(): void {
@@ -381,32 +390,11 @@ export class DeliveryWorker {
   }
 
   private complete(o: Outcome): void {
-    this.pending.push(o);
-    if (this.pending.length >= 100) void this.flush();
-    else if (!this.flushTimer) this.flushTimer = setTimeout(() => void this.flush(), 20);
+    this.outcomes.add(o);
   }
 
-  private flushTimer: NodeJS.Timeout | null = null;
-
-  /** Writes buffered outcomes in one transaction (group commit). */
-  async flush(): Promise<void> {
-    if (this.flushTimer) {
-      clearTimeout(this.flushTimer);
-      this.flushTimer = null;
-    }
-    while (this.flushing) await this.flushing;
-    const batch = this.pending.splice(0);
-    if (batch.length === 0) return;
-    this.flushing = recordOutcomes(this.o.database, this.o.suppressions, this.o.workerId, batch)
-      .then(() => undefined)
-      .catch((err) => {
-        // The messages stay leased and come back after the lease: delivered at least once.
-        this.o.logger.error({ err, count: batch.length }, 'recording delivery outcomes failed');
-      })
-      .finally(() => {
-        this.inflight -= batch.length;
-        this.flushing = null;
-      });
-    await this.flushing;
+  /** Writes buffered outcomes now. */
+  flush(): Promise<void> {
+    return this.outcomes.flush();
   }
 }
