@@ -40,6 +40,10 @@ describe('password sign-in', () => {
     expect(cookie?.raw).toMatch(/Path=\//);
     expect(cookie?.raw).not.toMatch(/Secure/); // plain http here; https adds Secure
     expect(res.headers['cache-control']).toBe('no-store');
+    // Each cookie is set once (no repeated Set-Cookie lines).
+    const lines = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+    expect(new Set(lines).size).toBe(lines.length);
+    expect(lines.filter((l) => l.startsWith('postyard_session=')).length).toBe(1);
 
     const s = await client.session();
     expect(s).toMatchObject({

@@ -71,10 +71,9 @@ function serializeCookie(req: FastifyRequest, name: string, value: string, o: Co
   return parts.join('; ');
 }
 
+/** Fastify appends to set-cookie on every reply.header call (re-setting the list would repeat it). */
 function appendCookie(reply: FastifyReply, cookie: string) {
-  const prev = reply.getHeader('set-cookie');
-  const list = prev === undefined ? [] : Array.isArray(prev) ? prev : [String(prev)];
-  reply.header('set-cookie', [...list, cookie]);
+  reply.header('set-cookie', cookie);
 }
 
 export function setSessionCookie(req: FastifyRequest, reply: FastifyReply, s: StartedSession) {
