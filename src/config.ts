@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -31,6 +32,10 @@ export interface Config {
   databaseUrl: string | null;
   relayUrl: string | null;
   dnsServers: string[] | null;
+  /** Proxies (addresses/CIDRs) whose X-Forwarded-For / -Proto are believed; null = none. */
+  trustProxy: string[] | null;
+  /** Peers that must open SMTP connections with a PROXY protocol v1 header ('*' = all); null = none. */
+  smtpProxyProtocol: string[] | null;
   mxPort: number;
   devMode: boolean;
   allowPrivateWebhookTargets: boolean;
@@ -132,6 +137,33 @@ export function loadConfig(env: Env = process.env): Config {
   if (relayUrl && !/^smtps?:\/\/[^/]+/.test(relayUrl)) {
     throw new ConfigError('POSTYARD_RELAY_URL', 'must look like smtp://user:pass@host:port');
   }
+  const trustRaw = str(env, 'POSTYARD_TRUST_PROXY');
+  const trustProxy = trustRaw
+    ? trustRaw
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean)
+    : null;
+  for (const t of trustProxy ?? []) {
+    const [ip, bits, extra] = t.split('/');
+    const family = isIP(ip ?? '');
+    const max = family === 6 ? 128 : 32;
+    if (!family || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max))) {
+      throw new ConfigError('POSTYARD_TRUST_PROXY', `expected IP addresses or CIDR ranges, got "${t}"`);
+    }
+  }
+  const proxyRaw = str(env, 'POSTYARD_SMTP_PROXY_PROTOCOL');
+  const smtpProxyProtocol = proxyRaw
+    ? proxyRaw
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean)
+    : null;
+  for (const p of smtpProxyProtocol ?? []) {
+    if (p !== '*' && !isIP(p)) {
+      throw new ConfigError('POSTYARD_SMTP_PROXY_PROTOCOL', `expected IP addresses or *, got "${p}"`);
+    }
+  }
   const dnsRaw = str(env, 'POSTYARD_DNS_SERVERS');
   const dnsServers = dnsRaw
     ? dnsRaw
@@ -207,6 +239,8 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     relayUrl,
     dnsServers,
+    trustProxy,
+    smtpProxyProtocol,
     mxPort: int(env, 'POSTYARD_MX_PORT', 25, 1, 65535),
     devMode: bool(env, 'POSTYARD_DEV_MODE', false),
     allowPrivateWebhookTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS', false),

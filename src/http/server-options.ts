@@ -32,6 +32,9 @@ export function httpServerOptions(config: Config): Partial<FastifyServerOptions>
       requireHostHeader: false,
     },
     clientErrorHandler,
+    // Behind a load balancer, req.ip (per-address limits, logs) and req.protocol (Secure cookies)
+    // come from X-Forwarded-For / -Proto, but only when the connection is from a listed proxy.
+    ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
   };
 }
 

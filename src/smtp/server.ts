@@ -64,6 +64,9 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
     hideREQUIRETLS: true,
     // No PTR query per connection: slow, and nothing here uses the client's hostname.
     disableReverseLookup: true,
+    // Behind a TCP load balancer: the listed peers send a PROXY v1 header first, and the client
+    // address in it is the one the per-address limits and logs use.
+    ...(cfg.smtpProxyProtocol ? { useProxy: cfg.smtpProxyProtocol } : {}),
     logger: false,
     socketTimeout: cfg.smtpIdleTimeoutSeconds * 1000,
     closeTimeout: GRACE_MS,
