@@ -88,6 +88,8 @@ export interface Config {
   idempotencyPurgeSeconds: number;
   /** On shutdown, how long in-flight HTTP requests may take before their connections are cut. */
   shutdownGraceSeconds: number;
+  /** PostgreSQL connections per process. */
+  dbPoolSize: number;
   /** Worker threads that build and DKIM-sign outgoing messages; 0 renders on the main thread. */
   renderThreads: number;
   /** Seconds a client has to send all request headers (slow-drip clients get 408 and are cut). */
@@ -274,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookLeaseSeconds: int(env, 'POSTYARD_WEBHOOK_LEASE_SECONDS', 120, 15, 3600),
     idempotencyPurgeSeconds: int(env, 'POSTYARD_IDEMPOTENCY_PURGE_SECONDS', 60, 1, 86_400),
     shutdownGraceSeconds: int(env, 'POSTYARD_SHUTDOWN_GRACE_SECONDS', 8, 0, 60),
+    dbPoolSize: int(env, 'POSTYARD_DB_POOL_SIZE', 10, 1, 500),
     // Default: one thread per core beyond the main thread (at least 1, at most 4).
     renderThreads: int(env, 'POSTYARD_RENDER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 0, 32),
     httpHeadersTimeoutSeconds,

@@ -74,6 +74,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   const database = openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    poolSize: config.dbPoolSize,
     ...(opts.pgSchema ? { pgSchema: opts.pgSchema } : {}),
   });
   if (opts.migrate !== false) await migrateToLatest(database);

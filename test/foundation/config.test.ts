@@ -146,6 +146,7 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['POSTYARD_RELAY_URL', { POSTYARD_RELAY_URL: 'http://relay.example.com' }],
     ['POSTYARD_DNS_SERVERS', { POSTYARD_DNS_SERVERS: 'garbage' }],
     ['POSTYARD_TRUST_PROXY', { POSTYARD_TRUST_PROXY: 'lb.example.com' }],
+    ['POSTYARD_DB_POOL_SIZE', { POSTYARD_DB_POOL_SIZE: '0' }],
     ['POSTYARD_TRUST_PROXY', { POSTYARD_TRUST_PROXY: '10.0.0.0/33' }],
     ['POSTYARD_DNS_SERVERS', { POSTYARD_DNS_SERVERS: '127.0.0.1:53,dns.google' }],
     ['POSTYARD_DNS_SERVERS', { POSTYARD_DNS_SERVERS: '1.1.1.1:port' }],
