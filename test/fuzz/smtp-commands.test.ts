@@ -48,7 +48,7 @@ describe('SMTP command fuzzing', () => {
             checkSession(session, JSON.stringify(script.toString('latin1')));
           },
         ),
-        fuzzParams(50),
+        fuzzParams(40),
       );
       await wellBehavedClientSends();
     },

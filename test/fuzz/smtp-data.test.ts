@@ -66,7 +66,7 @@ describe('SMTP message data fuzzing', () => {
               throw new Error(`DATA never reached: ${session.lines.join(' | ')}\n${what.slice(0, 400)}`);
           },
         ),
-        fuzzParams(25),
+        fuzzParams(20),
       );
       // Accepted means stored: exactly the transmissions the 250 answers named (nothing else sends).
       expect(queued.size).toBeGreaterThan(0);
