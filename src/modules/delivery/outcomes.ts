@@ -93,6 +93,29 @@ const STATE: Record<Outcome['kind'], string> = {
   failed: 'failed',
 };
 
+const NUL = /\u0000/g;
+
+/**
+ * Remote servers' replies end up in text columns. PostgreSQL text cannot hold U+0000 (the whole
+ * batch would fail, and its messages would be sent again after the lease), so a NUL a hostile
+ * or broken MX puts in a reply is replaced before anything is written.
+ */
+function withoutNul(o: Outcome): Outcome {
+  const clean = (t: string) => (t.includes('\u0000') ? t.replace(NUL, '\uFFFD') : t);
+  const out = { ...o } as Outcome & { diagnostic?: string; reason?: string };
+  if ('diagnostic' in o && typeof o.diagnostic === 'string') out.diagnostic = clean(o.diagnostic);
+  if ('reason' in o && typeof o.reason === 'string') out.reason = clean(o.reason);
+  if (o.attempt) {
+    out.attempt = {
+      ...o.attempt,
+      response: clean(o.attempt.response),
+      transcript: o.attempt.transcript.map(clean),
+      ...(o.attempt.mxHost ? { mxHost: clean(o.attempt.mxHost) } : {}),
+    };
+  }
+  return out;
+}
+
 /**
  * Records a batch of outcomes in one transaction: message state, the attempt with its SMTP
  * transcript, the event (the webhook outbox), and an automatic suppression for bad addresses.
@@ -111,7 +134,7 @@ export async function recordOutcomes(
     const attempts: DeliveryAttemptsTable[] = [];
     const events: NewEvent[] = [];
     let written = 0;
-    for (const o of outcomes) {
+    for (const o of outcomes.map(withoutNul)) {
       const attemptNo = o.msg.attempt_count + (o.attempt ? 1 : 0);
       const res = await trx
         .updateTable('messages')
