@@ -45,7 +45,9 @@ const PURGE_SECONDS = 1; // the purge lease lasts twice this
 const reason = 'several nodes share one PostgreSQL database; on SQLite Postyard is a single node by design';
 if (DIALECT !== 'postgres') console.info(`test/cluster skipped: ${reason} (set TEST_DATABASE_URL to run it)`);
 
-describe.skipIf(DIALECT !== 'postgres')(`several nodes on one PostgreSQL (skipped on SQLite: ${reason})`, () => {
+const title = DIALECT === 'postgres' ? 'several nodes on one PostgreSQL' : `several nodes (skipped: ${reason})`;
+
+describe.skipIf(DIALECT !== 'postgres')(title, () => {
   let ctx: TestContext;
   let sink: SinkMx;
   let dns: DnsServer;
