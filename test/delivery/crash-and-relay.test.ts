@@ -51,11 +51,16 @@ function workerProcess(ctx: TestContext): ChildProcess {
     u.searchParams.set('options', `-c search_path=${ctx.pgSchema}`);
     env.DATABASE_URL = u.toString();
   }
-  return spawn(process.execPath, ['bin/postyard.js', 'start', '--roles', 'worker'], {
+  const child = spawn(process.execPath, ['bin/postyard.js', 'start', '--roles', 'worker'], {
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  spawned.push(child);
+  return child;
 }
+
+/** Every worker process started here, killed in afterAll even when a test failed half-way. */
+const spawned: ChildProcess[] = [];
 
 describe('crash safety of delivery', () => {
   let ctx: TestContext;
@@ -64,7 +69,10 @@ describe('crash safety of delivery', () => {
     ctx = await createTestContext();
     t = await createTenant(ctx, 'Crash <c@crash-sender.test>');
   });
-  afterAll(async () => ctx?.close());
+  afterAll(async () => {
+    for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await ctx?.close();
+  });
 
   it('delivers every message after a worker is killed with SIGKILL mid-batch', async () => {
     const n = 1500;

@@ -20,7 +20,12 @@ beforeAll(async () => {
   ctx = await createTestContext();
   t = await createTenant(ctx);
 });
-afterAll(async () => ctx?.close());
+let child: ChildProcess | null = null;
+afterAll(async () => {
+  // Never leave the server running when the test failed before its kill.
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await ctx?.close();
+});
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -31,7 +36,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function waitReady(url: string, ms = 20_000) {
+async function waitReady(url: string, ms = 60_000) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     try {
@@ -56,7 +61,7 @@ describe('crash safety of accepting', () => {
       u.searchParams.set('options', `-c search_path=${ctx.pgSchema}`);
       env.DATABASE_URL = u.toString();
     }
-    const child: ChildProcess = spawn(process.execPath, ['bin/postyard.js', 'start', '--roles', 'api'], {
+    child = spawn(process.execPath, ['bin/postyard.js', 'start', '--roles', 'api'], {
       env,
       stdio: 'ignore',
     });
@@ -86,8 +91,9 @@ describe('crash safety of accepting', () => {
     };
     const clients = Array.from({ length: 8 }, (_, w) => client(w));
     await new Promise((r) => setTimeout(r, 1500));
-    child.kill('SIGKILL');
-    await new Promise((r) => child.once('exit', r));
+    const running = child;
+    running.kill('SIGKILL');
+    await new Promise((r) => running.once('exit', r));
     stop = true;
     await Promise.all(clients);
 

@@ -93,15 +93,13 @@ const STATE: Record<Outcome['kind'], string> = {
   failed: 'failed',
 };
 
-const NUL = /\u0000/g;
-
 /**
  * Remote servers' replies end up in text columns. PostgreSQL text cannot hold U+0000 (the whole
  * batch would fail, and its messages would be sent again after the lease), so a NUL a hostile
  * or broken MX puts in a reply is replaced before anything is written.
  */
 function withoutNul(o: Outcome): Outcome {
-  const clean = (t: string) => (t.includes('\u0000') ? t.replace(NUL, '\uFFFD') : t);
+  const clean = (t: string) => (t.includes('\u0000') ? t.replaceAll('\u0000', '\uFFFD') : t);
   const out = { ...o } as Outcome & { diagnostic?: string; reason?: string };
   if ('diagnostic' in o && typeof o.diagnostic === 'string') out.diagnostic = clean(o.diagnostic);
   if ('reason' in o && typeof o.reason === 'string') out.reason = clean(o.reason);
