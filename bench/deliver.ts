@@ -123,7 +123,9 @@ async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: 
   }
   await c.close();
   const t0 = performance.now();
-  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'worker'], { ...env });
+  // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the worker process.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
+  const child = spawnNode([...prof, 'bin/postyard.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
   let delivered = 0;
   while (delivered < N) {

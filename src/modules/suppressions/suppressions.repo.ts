@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql } from 'kysely';
+import { CompiledQuery, PostgresAdapter, sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import type { SuppressionsTable } from '../../db/schema.ts';
 import { newIds } from './batch-ids.ts';
@@ -198,16 +198,29 @@ export async function findByIdentifiers(
   type: string,
   identifiers: readonly string[],
 ): Promise<Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category'>[]> {
-  const out: Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category'>[] = [];
+  type Row = Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category'>;
+  const out: Row[] = [];
+  const pg = db.getExecutor().adapter instanceof PostgresAdapter;
   for (const chunk of chunks(identifiers, IN_CHUNK)) {
-    const rows = await db
-      .selectFrom('suppressions')
-      .select(['id', 'identifier', 'reason_category'])
-      .where('tenant_id', '=', tenantId)
-      .where('type', '=', type)
-      .where('identifier', 'in', chunk)
-      .execute();
+    // Asked on every accept: written as SQL text (cached per size) rather than built by Kysely
+    // each time, see src/db/batch.ts for why.
+    const { rows } = await db.executeQuery<Row>(
+      CompiledQuery.raw(findSql(pg, chunk.length), [tenantId, type, ...chunk]),
+    );
     out.push(...rows);
   }
   return out;
+}
+
+const findSqlCache = new Map<string, string>();
+function findSql(pg: boolean, n: number): string {
+  const key = `${pg ? 'p' : 's'}${n}`;
+  let text = findSqlCache.get(key);
+  if (!text) {
+    const list = Array.from({ length: n }, (_, i) => (pg ? `$${i + 3}` : '?')).join(', ');
+    text = `select "id", "identifier", "reason_category" from "suppressions" where "tenant_id" = ${pg ? '$1' : '?'} and "type" = ${pg ? '$2' : '?'} and "identifier" in (${list})`;
+    if (findSqlCache.size > 1000) findSqlCache.clear();
+    findSqlCache.set(key, text);
+  }
+  return text;
 }
