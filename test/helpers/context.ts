@@ -47,6 +47,29 @@ async function dropPgSchema(schema: string) {
   await client.end();
 }
 
+/**
+ * One teardown step, bounded. A step still running after 15 s is reported on stderr with its
+ * name (CI once saw an afterAll hang here on PostgreSQL under load and could not say where);
+ * after 40 s teardown gives up on it and goes on, so the hook ends inside vitest's 60 s and the
+ * report, not a hook timeout, says what hung. The tests' own assertions are not affected.
+ */
+async function teardownStep(name: string, fn: () => Promise<unknown>): Promise<void> {
+  const started = Date.now();
+  const warn = setTimeout(() => console.error(`[teardown] ${name} still running after 15 s`), 15_000);
+  let giveUp: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<'gave up'>((r) => {
+    giveUp = setTimeout(() => r('gave up'), 40_000);
+  });
+  try {
+    const outcome = await Promise.race([fn().then(() => 'done' as const), gaveUp]);
+    if (outcome === 'gave up') console.error(`[teardown] ${name} did not finish in 40 s; going on without it`);
+    else if (Date.now() - started > 15_000) console.error(`[teardown] ${name} took ${Date.now() - started} ms`);
+  } finally {
+    clearTimeout(warn);
+    clearTimeout(giveUp);
+  }
+}
+
 export async function createTestContext(opts: TestContextOptions = {}): Promise<TestContext> {
   const owner = !opts.shareWith;
   const dataDir = opts.shareWith?.dataDir ?? mkdtempSync(join(tmpdir(), 'postyard-test-'));
@@ -75,10 +98,10 @@ export async function createTestContext(opts: TestContextOptions = {}): Promise<
     dataDir,
     pgSchema,
     async close() {
-      await app.close();
-      await c.close();
+      await teardownStep('app.close', () => app.close());
+      await teardownStep('container.close', () => c.close());
       if (owner) {
-        if (pgSchema) await dropPgSchema(pgSchema);
+        if (pgSchema) await teardownStep('drop schema', () => dropPgSchema(pgSchema));
         rmSync(dataDir, { recursive: true, force: true });
       }
     },
