@@ -150,6 +150,13 @@ export interface ApiFuzz {
   close(): Promise<void>;
 }
 
+/** The catalog route `method path` of a fuzz setup (throws if the catalog lacks it). */
+export function targetOf(f: ApiFuzz, method: string, path: string): Target {
+  const t = f.targets.find((x) => x.method === method && x.path === path);
+  if (!t) throw new Error(`no target ${method} ${path}`);
+  return t;
+}
+
 /**
  * A test context (DNS pointed at an empty local server, so domain verification fails fast), one
  * tenant holding every scope, and every catalog route with a real id and its OpenAPI schemas.

@@ -16,6 +16,7 @@ import {
   send,
   setupApiFuzz,
   type Target,
+  targetOf,
 } from './harness.ts';
 
 let f: ApiFuzz;
@@ -26,11 +27,7 @@ afterAll(async () => {
   await f?.close();
 });
 
-function target(method: string, path: string): Target {
-  const t = f.targets.find((x) => x.method === method && x.path === path);
-  if (!t) throw new Error(`no target ${method} ${path}`);
-  return t;
-}
+const target = (method: string, path: string): Target => targetOf(f, method, path);
 
 /** Every kind of body, weighted toward the ones that get past the JSON parser. */
 function payloads(t: Target): fc.Arbitrary<string | Buffer> {

@@ -99,6 +99,15 @@ const STATE: Record<Outcome['kind'], string> = {
  * or broken MX puts in a reply is replaced before anything is written.
  */
 function withoutNul(o: Outcome): Outcome {
+  const texts = [
+    'diagnostic' in o ? o.diagnostic : '',
+    'reason' in o ? o.reason : '',
+    o.attempt?.response ?? '',
+    o.attempt?.mxHost ?? '',
+    ...(o.attempt?.transcript ?? []),
+  ];
+  // The usual case (no NUL anywhere) costs one scan and no copies on this hot path.
+  if (!texts.some((t) => typeof t === 'string' && t.includes('\u0000'))) return o;
   const clean = (t: string) => (t.includes('\u0000') ? t.replaceAll('\u0000', '\uFFFD') : t);
   const out = { ...o } as Outcome & { diagnostic?: string; reason?: string };
   if ('diagnostic' in o && typeof o.diagnostic === 'string') out.diagnostic = clean(o.diagnostic);
