@@ -10,9 +10,11 @@
  *    then GET /v1/events over HTTP with each filter, one request at a time: p50/p99 per query.
  *    On PostgreSQL the plans of the main queries are printed (EXPLAIN ANALYZE).
  * Sizes: BENCH_SINGLE_EVENTS, BENCH_BATCH_EVENTS, BENCH_API_EVENTS (0 skips a part);
- * BENCH_SKIP_SQLITE=1 runs PostgreSQL only.
+ * BENCH_SKIP_SQLITE=1 runs PostgreSQL only. BENCH_PROFILE_DIR=<dir> writes a CPU profile of each
+ * measured dispatcher phase only (not the seeding or the raw client) into that directory.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompiledQuery } from 'kysely';
@@ -42,6 +44,23 @@ const SINGLE_CONCURRENCY = 16;
 const BATCH_CONCURRENCY = 4;
 const BATCH_SIZE = 100;
 
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ?? '';
+
+/** Starts a CPU profile of this process; the returned function stops it and writes `<name>.cpuprofile`. */
+async function profile(name: string): Promise<() => Promise<void>> {
+  if (!PROFILE_DIR) return async () => {};
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile: p } = await session.post('Profiler.stop');
+    mkdirSync(PROFILE_DIR, { recursive: true });
+    writeFileSync(join(PROFILE_DIR, `${name}.cpuprofile`), JSON.stringify(p));
+    session.disconnect();
+  };
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function stats(rx: string): Promise<{ requests: number; events: number }> {
@@ -63,7 +82,7 @@ function event(tenantId: string, i: number): NewEvent {
 }
 
 /** Dispatcher drain rate for one policy, and the raw client's rate on the same bodies. */
-async function delivery(c: Container, rx: string, policy: 'single' | 'batch', n: number) {
+async function delivery(c: Container, rx: string, policy: 'single' | 'batch', n: number, profName = '') {
   const db = c.database.db;
   const tenant = await c.tenants.create({ name: `bench-${policy}` });
   await db.updateTable('webhooks').set({ enabled: 0, status: 'disabled' }).execute();
@@ -82,6 +101,7 @@ async function delivery(c: Container, rx: string, policy: 'single' | 'batch', n:
   const d = new WebhookDispatcher(c.database, c.webhooks.registry, c.webhooks.sender, c.logger, {
     nodeId: `bench-${policy}`,
   });
+  const endProfile = profName ? await profile(profName) : async () => {};
   const t0 = performance.now();
   d.start();
   let got = 0;
@@ -93,6 +113,7 @@ async function delivery(c: Container, rx: string, policy: 'single' | 'batch', n:
   const secs = (performance.now() - t0) / 1000;
   while ((await db.selectFrom('webhook_queue').select('id').limit(1).execute()).length) await sleep(20);
   const drained = (performance.now() - t0) / 1000;
+  await endProfile();
   await d.stop();
   await c.webhooks.delete(tenant.tenant_id, hook.id);
 
@@ -312,8 +333,8 @@ async function run(label: string, env: Record<string, string>, rx: string) {
     // Warm-up (JIT, SQLite page cache, connections); its figures are discarded.
     if (N_SINGLE > 0) await delivery(c, rx, 'single', 3000);
     if (N_BATCH > 0) await delivery(c, rx, 'batch', 20_000);
-    const single = N_SINGLE > 0 ? await delivery(c, rx, 'single', N_SINGLE) : none;
-    const batch = N_BATCH > 0 ? await delivery(c, rx, 'batch', N_BATCH) : none;
+    const single = N_SINGLE > 0 ? await delivery(c, rx, 'single', N_SINGLE, `${label}-single`) : none;
+    const batch = N_BATCH > 0 ? await delivery(c, rx, 'batch', N_BATCH, `${label}-batch`) : none;
     const p99 = N_API > 0 ? await eventsApi(c, label) : Number.NaN;
     return { single, batch, p99 };
   } finally {
