@@ -150,15 +150,27 @@ function fold(tags: string[]): string {
   return out;
 }
 
+/** The base64 SHA-256 of the relaxed-canonical body (the bh= tag); `body` as latin1 text. */
+export function dkimBodyHash(body: string): string {
+  return createHash('sha256').update(relaxedBody(body), 'latin1').digest('base64');
+}
+
 /** Returns `raw` with a DKIM-Signature header prepended. */
 export function dkimSign(raw: Buffer, options: DkimSignOptions): Buffer {
   const text = raw.toString('latin1');
   const match = /\r?\n\r?\n/.exec(text);
   const headerBlock = match ? text.slice(0, match.index) : text;
   const body = match ? text.slice(match.index + match[0].length) : '';
+  const header = dkimSignatureHeader(headerBlock, dkimBodyHash(body), options);
+  return Buffer.concat([Buffer.from(header, 'latin1'), raw]);
+}
 
-  const bodyHash = createHash('sha256').update(relaxedBody(body), 'latin1').digest('base64');
-
+/**
+ * The DKIM-Signature field (with its CRLF) for a header block and an already computed body hash:
+ * messages that share a body (every recipient of a transmission without substitutions) hash it
+ * once (mime-template.ts).
+ */
+export function dkimSignatureHeader(headerBlock: string, bodyHash: string, options: DkimSignOptions): string {
   const fields = parseHeaders(headerBlock);
   const signedNames: string[] = [];
   const canonical: string[] = [];
@@ -191,6 +203,5 @@ export function dkimSign(raw: Buffer, options: DkimSignOptions): Buffer {
     'base64',
   );
 
-  const header = `${unsigned}${signature.replace(/(.{72})(?=.)/g, '$1\r\n\t')}\r\n`;
-  return Buffer.concat([Buffer.from(header, 'latin1'), raw]);
+  return `${unsigned}${signature.replace(/(.{72})(?=.)/g, '$1\r\n\t')}\r\n`;
 }

@@ -75,6 +75,17 @@ export function isReservedHeader(name: string): boolean {
   return !HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase());
 }
 
+/**
+ * CRLF line ends throughout. MailComposer keeps a 7bit text part's bare LFs as given; SMTP sends
+ * CRLF and DKIM hashes CRLF, so converting once here lets delivery send the bytes as they are.
+ */
+export function toCrlf(raw: Buffer): Buffer {
+  for (let nl = raw.indexOf(10); nl !== -1; nl = raw.indexOf(10, nl + 1)) {
+    if (nl === 0 || raw[nl - 1] !== 13) return Buffer.from(raw.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+  }
+  return raw;
+}
+
 /** Composes the message. Resolves to the raw bytes, CRLF line endings, ready for DKIM and DATA. */
 export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
   const headers: Record<string, string> = {};
@@ -104,7 +115,7 @@ export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
     disableFileAccess: true,
     disableUrlAccess: true,
   });
-  return composer.compile().build();
+  return toCrlf(await composer.compile().build());
 }
 
 export interface SubstituteOptions {

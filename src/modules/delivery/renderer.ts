@@ -2,7 +2,8 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import type { MessagesTable } from '../../db/schema.ts';
 import { parseMailbox } from '../../lib/email.ts';
 import type { StoredContent } from '../transmissions/transmissions.validate.ts';
-import { dkimSign } from './dkim.ts';
+import { dkimSign, dkimSignatureHeader } from './dkim.ts';
+import { fromTemplate, type SharedInput, sharedContent } from './mime-template.ts';
 import { buildMessage, substitute } from './mime.ts';
 
 /** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
@@ -74,35 +75,46 @@ export async function renderMessage(
   const from = parseMailbox(tx.content.from);
   const fromDomain = from?.email.split('@')[1] ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
-  let raw: Buffer;
-  if (tx.raw) {
-    raw = ensureHeaders(tx.raw, messageId);
-  } else {
-    const data: Record<string, unknown> = msg.substitution_data ? JSON.parse(msg.substitution_data) : {};
-    const c = tx.content;
-    raw = await buildMessage({
-      from: c.from,
-      to: { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) },
-      ...(c.reply_to ? { replyTo: c.reply_to } : {}),
-      subject: substitute(c.subject ?? '', data),
-      ...(c.text !== null ? { text: substitute(c.text, data) } : {}),
-      ...(c.html !== null ? { html: substitute(c.html, data, { escapeHtml: true }) } : {}),
-      headers: c.headers,
-      attachments: c.attachments.map((a) => ({
-        filename: a.filename,
-        contentType: a.content_type,
-        content: Buffer.from(a.data, 'base64'),
-      })),
-      messageId,
-    });
-  }
   const returnPathDomain = key?.returnPathDomain ?? fromDomain;
   const envelopeFrom = `bounces+${msg.id}@${returnPathDomain}`;
+  if (tx.raw) return sign(envelopeFrom, ensureHeaders(tx.raw, messageId), key);
+  const c = tx.content;
+  const to = { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) };
+  // Every recipient gets the same body: compose it once per transmission (mime-template.ts).
+  if (sharedContent(c)) {
+    const parts = await fromTemplate(tx.id, to, messageId, () => composeInput(c, {}));
+    if (parts) {
+      const signature = key ? dkimSignatureHeader(parts.head, parts.bodyHash, signOptions(key)) : '';
+      const head = Buffer.from(`${signature}${parts.head}\r\n\r\n`, 'latin1');
+      return { envelopeFrom, raw: Buffer.concat([head, parts.body]), signed: key !== null };
+    }
+  }
+  const data: Record<string, unknown> = msg.substitution_data ? JSON.parse(msg.substitution_data) : {};
+  return sign(envelopeFrom, await buildMessage({ ...composeInput(c, data), to, messageId }), key);
+}
+
+/** What MailComposer gets from the stored content, with this recipient's substitutions. */
+function composeInput(c: StoredContent, data: Record<string, unknown>): SharedInput {
+  return {
+    from: c.from,
+    ...(c.reply_to ? { replyTo: c.reply_to } : {}),
+    subject: substitute(c.subject ?? '', data),
+    ...(c.text !== null ? { text: substitute(c.text, data) } : {}),
+    ...(c.html !== null ? { html: substitute(c.html, data, { escapeHtml: true }) } : {}),
+    headers: c.headers,
+    attachments: c.attachments.map((a) => ({
+      filename: a.filename,
+      contentType: a.content_type,
+      content: Buffer.from(a.data, 'base64'),
+    })),
+  };
+}
+
+function signOptions(key: SigningKey) {
+  return { domainName: key.domainName, keySelector: key.keySelector, privateKey: keyObject(key.privateKeyPem) };
+}
+
+function sign(envelopeFrom: string, raw: Buffer, key: SigningKey | null): RenderedMessage {
   if (!key) return { envelopeFrom, raw, signed: false };
-  const signedRaw = dkimSign(raw, {
-    domainName: key.domainName,
-    keySelector: key.keySelector,
-    privateKey: keyObject(key.privateKeyPem),
-  });
-  return { envelopeFrom, raw: signedRaw, signed: true };
+  return { envelopeFrom, raw: dkimSign(raw, signOptions(key)), signed: true };
 }

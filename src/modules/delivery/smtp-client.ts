@@ -2,9 +2,9 @@
  * Outbound SMTP: one connection to one destination host (MX or relay), several messages over it.
  *
  * Design notes
- * - Built on nodemailer's SMTPConnection (greeting, EHLO/HELO fallback, PIPELINING, SIZE,
- *   8BITMIME, dot-stuffing, AUTH for relays). smtp-session.ts adds what an MTA needs around it:
- *   results as values, per-message transcripts, timeouts per step, and TLS fallback.
+ * - Our own client (smtp-session.ts, smtp-wire.ts): greeting, EHLO/HELO fallback, PIPELINING
+ *   (MAIL, RCPT and DATA in one write), SIZE, 8BITMIME, SMTPUTF8, dot-stuffing, STARTTLS, AUTH
+ *   for relays; results as values, per-message transcripts, timeouts per step, and TLS fallback.
  * - Results are never thrown. A failure says whether it is permanent (a 5xx reply to MAIL, RCPT
  *   or DATA, or a message the server's advertised SIZE refuses) and at which stage. Everything at
  *   connection level (refused, dropped, timeout, a 5xx greeting, AUTH) is transient for the
@@ -17,7 +17,7 @@
  */
 import { Session } from './smtp-session.ts';
 
-export { parseReply } from './smtp-session.ts';
+export { parseReply } from './smtp-wire.ts';
 
 export type SmtpStage = 'connect' | 'ehlo' | 'auth' | 'mail' | 'rcpt' | 'data' | 'timeout';
 
@@ -72,7 +72,7 @@ export const DEFAULT_SMTP_TIMEOUTS: SmtpTimeouts = {
 export interface SessionOptions {
   /** Host name of the MX (or relay): used for SNI and in the transcript. */
   host: string;
-  /** IP address to connect to; default: `host`, which nodemailer resolves with the system resolver. */
+  /** IP address to connect to; default: `host`, resolved by the system resolver. */
   address?: string;
   /** Default 25. */
   port?: number;

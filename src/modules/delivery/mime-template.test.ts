@@ -1,0 +1,129 @@
+import { promises as dns } from 'node:dns';
+import { dkimVerify } from 'mailauth';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type DnsServer, startDnsServer } from '../../../test/peers/dns-server.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import type { StoredContent } from '../transmissions/transmissions.validate.ts';
+import { dkimDnsRecordValue, generateDkimKeyPair } from './dkim.ts';
+import { buildMessage } from './mime.ts';
+import { clearTemplates, fromTemplate, type SharedInput, sharedContent } from './mime-template.ts';
+import { renderMessage } from './renderer.ts';
+
+/** MailComposer picks a random MIME boundary per composition; equal messages differ only there. */
+const sameBoundary = (raw: string) => raw.replace(/--_NmP-[0-9a-f]+-Part_/g, '--_NmP-BOUNDARY-Part_');
+
+const shared: SharedInput = {
+  from: 'Shöp <shop@mail.example.com>',
+  replyTo: 'help@mail.example.com',
+  subject: 'Grüße – order 42',
+  text: 'Thanks for your order.\nLine two\n.leading dot\n',
+  html: '<p>Thanks for your <b>order</b></p>',
+  headers: { 'X-Campaign': 'autumn' },
+  attachments: [{ filename: 'a.bin', contentType: 'application/octet-stream', content: Buffer.from([0, 1, 2, 255]) }],
+};
+
+beforeEach(() => clearTemplates());
+
+describe('MIME templates', () => {
+  it('gives every eligible recipient exactly the message a full composition gives', async () => {
+    const date = new Date('2026-11-05T07:08:09Z');
+    const recipients = [
+      { email: 'ann@example.net' },
+      { email: 'bob@example.net', name: 'Bob Smith' },
+      { email: 'x1234567890@sub.example.org', name: 'Carol 2' },
+    ];
+    for (const [i, to] of recipients.entries()) {
+      const messageId = `m-${i}@mail.example.com`;
+      const parts = await fromTemplate('tx-1', to, messageId, () => shared, date);
+      expect(parts, JSON.stringify(to)).not.toBeNull();
+      const viaTemplate = Buffer.concat([
+        Buffer.from(`${parts?.head}\r\n\r\n`, 'latin1'),
+        parts?.body ?? Buffer.alloc(0),
+      ]);
+      const full = await buildMessage({ ...shared, to, messageId, date });
+      expect(sameBoundary(viaTemplate.toString('latin1'))).toBe(sameBoundary(full.toString('latin1')));
+    }
+  });
+
+  it('is not used where MailComposer would encode, quote or fold the To field', async () => {
+    const cases = [
+      { email: 'ann@example.net', name: 'Änn' },
+      { email: 'ann@example.net', name: 'Smith, Ann' },
+      { email: 'ann@example.net', name: 'Ann  Smith' },
+      { email: 'ännchen@example.net' },
+      { email: `${'a'.repeat(70)}@example.net` },
+    ];
+    for (const to of cases) expect(await fromTemplate('tx-2', to, 'm@mail.example.com', () => shared)).toBeNull();
+  });
+
+  it('applies only to content without substitutions', () => {
+    expect(sharedContent({ subject: 'Hi', text: 'plain', html: null })).toBe(true);
+    expect(sharedContent({ subject: 'Hi {{name}}', text: 'plain', html: null })).toBe(false);
+    expect(sharedContent({ subject: 'Hi', text: null, html: '<p>{{ a.b }}</p>' })).toBe(false);
+  });
+});
+
+describe('renderMessage with a template', () => {
+  const keys = generateDkimKeyPair();
+  let dnsServer: DnsServer;
+  let resolver: dns.Resolver;
+  beforeAll(async () => {
+    dnsServer = await startDnsServer({
+      's1._domainkey.mail.example.com': { TXT: [dkimDnsRecordValue(keys.publicKeyBase64).match(/.{1,255}/g) ?? []] },
+    });
+    resolver = new dns.Resolver({ timeout: 2000, tries: 1 });
+    resolver.setServers([dnsServer.address]);
+  });
+  afterAll(() => dnsServer.close());
+
+  const content: StoredContent = {
+    subject: 'Your receipt',
+    from: 'Shop <shop@mail.example.com>',
+    reply_to: null,
+    text: 'Thanks for your order.\n',
+    html: '<p>Thanks</p>',
+    headers: {},
+    attachments: [],
+    template_id: null,
+  };
+  const msg = (id: string, recipient: string): MessagesTable => ({
+    tenant_id: 't1',
+    id,
+    transmission_id: 'tx-3',
+    recipient,
+    recipient_name: null,
+    recipient_domain: 'example.net',
+    substitution_data: null,
+    metadata: null,
+    state: 'sending',
+    attempt_count: 0,
+    next_attempt_at: '2026-11-25T00:00:00.000Z',
+    locked_until: null,
+    locked_by: null,
+    last_response: null,
+    created_at: '2026-11-25T00:00:00.000Z',
+    updated_at: '2026-11-25T00:00:00.000Z',
+  });
+  const key = {
+    domainName: 'mail.example.com',
+    keySelector: 's1',
+    privateKeyPem: keys.privateKeyPem,
+    returnPathDomain: 'bounces.mail.example.com',
+  };
+
+  it("signs each recipient's message so that an independent verifier accepts it", async () => {
+    const tx = { id: 'tx-3', content, raw: null, options: {} };
+    for (const [id, rcpt] of [
+      ['0193a1b2-0000-7000-8000-000000000001', 'ann@example.net'],
+      ['0193a1b2-0000-7000-8000-000000000002', 'bob@example.net'],
+    ] as const) {
+      const r = await renderMessage(msg(id, rcpt), tx, key);
+      const text = r.raw.toString('latin1');
+      expect(text).toContain(`\r\nTo: ${rcpt}\r\n`);
+      expect(text).toContain(`\r\nMessage-ID: <${id}@mail.example.com>\r\n`);
+      expect(text).not.toMatch(/[^\r]\n/); // CRLF only
+      const v = await dkimVerify(r.raw, { resolver: (name: string) => resolver.resolveTxt(name) });
+      expect(v.results[0]?.status.result, JSON.stringify(v.results[0]?.status)).toBe('pass');
+    }
+  });
+});
