@@ -1,8 +1,8 @@
 /** Delivery units <-> POSTs bookkeeping (src/modules/webhooks/jobs.ts), without I/O. */
 import { describe, expect, it } from 'vitest';
 import type { EventsTable } from '../../src/db/schema.ts';
-import { buildJobs, delayFor, jobBody, settleJob } from '../../src/modules/webhooks/jobs.ts';
-import type { ClaimedUnit } from '../../src/modules/webhooks/queue.repo.ts';
+import { eventJson } from '../../src/modules/events/events.repo.ts';
+import { buildJobs, type ClaimedWork, delayFor, jobBody, settleJob } from '../../src/modules/webhooks/jobs.ts';
 import type { SendResult } from '../../src/modules/webhooks/sender.ts';
 
 const ev = (id: string): EventsTable => ({
@@ -18,12 +18,8 @@ const ev = (id: string): EventsTable => ({
   metadata: '{"k":"v"}',
   data: '{"tls":true}',
 });
-const events = new Map(['e1', 'e2', 'e3', 'e4', 'e5'].map((id) => [id, ev(id)]));
-const unit = (id: string, ids: string[], attempts = 0): ClaimedUnit => ({
-  id,
-  event_ids: JSON.stringify(ids),
-  attempts,
-});
+const events = new Map(['e1', 'e2', 'e3', 'e4', 'e5'].map((id) => [id, eventJson(ev(id))]));
+const unit = (id: string, ids: string[], attempts = 0): ClaimedWork => ({ id, eventIds: ids, attempts });
 const ok: SendResult = { ok: true, statusCode: 200, durationMs: 3, error: null, retryAfterMs: null, gone: false };
 const fail: SendResult = {
   ok: false,
@@ -39,7 +35,7 @@ const ctx = { webhookId: 'w', tenantId: 't', batchId: null, policy, at: 1_000_00
 describe('buildJobs', () => {
   it('single: one job per event, even for a unit holding several (policy switched after fan-out)', () => {
     const { jobs, empty } = buildJobs([unit('u1', ['e1', 'e2', 'e3']), unit('u2', ['e4'])], events, 'single', 100);
-    expect(jobs.map((j) => j.events.map((e) => e.id))).toEqual([['e1'], ['e2'], ['e3'], ['e4']]);
+    expect(jobs.map((j) => j.ids)).toEqual([['e1'], ['e2'], ['e3'], ['e4']]);
     expect(jobs[0]!.parts[0]!.unit.outstanding).toBe(3);
     expect(empty).toEqual([]);
   });
@@ -49,13 +45,13 @@ describe('buildJobs', () => {
     expect(packed.jobs).toHaveLength(1);
     expect(packed.jobs[0]!.parts.map((p) => p.eventIds)).toEqual([['e1', 'e2'], ['e3']]);
     const split = buildJobs([unit('u1', ['e1', 'e2', 'e3', 'e4', 'e5'])], events, 'batch', 2);
-    expect(split.jobs.map((j) => j.events.length)).toEqual([2, 2, 1]);
+    expect(split.jobs.map((j) => j.ids.length)).toEqual([2, 2, 1]);
     expect(split.jobs[0]!.parts[0]!.unit.outstanding).toBe(3);
   });
 
   it('skips events that no longer exist; a unit left empty is reported', () => {
     const { jobs, empty } = buildJobs([unit('u1', ['gone1']), unit('u2', ['e1', 'gone2'])], events, 'batch', 10);
-    expect(jobs[0]!.events.map((e) => e.id)).toEqual(['e1']);
+    expect(jobs[0]!.ids).toEqual(['e1']);
     expect(empty.map((u) => u.id)).toEqual(['u1']);
   });
 });

@@ -1,17 +1,29 @@
 import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import { isoAt } from '../../lib/clock.ts';
-import { buildJobs, finishUnit, type Job, jobBody, RETRY_SCHEDULE_MS, type RetryPolicy, settleJob } from './jobs.ts';
+import { eventJson } from '../events/events.repo.ts';
+import { applyCompletions, type CompletionWrite } from './completions.repo.ts';
+import { EventBodyCache } from './event-cache.ts';
+import {
+  buildJobs,
+  type ClaimedWork,
+  finishUnit,
+  type Job,
+  jobBody,
+  RETRY_SCHEDULE_MS,
+  type RetryPolicy,
+  settleJob,
+  unstarted,
+} from './jobs.ts';
 import {
   analyzeQueue,
-  applyCompletions,
   type ClaimedUnit,
-  type CompletionWrite,
   claimUnits,
   fanOut,
   loadEvents,
   peekDue,
   releaseClaims,
+  releaseUnits,
 } from './queue.repo.ts';
 import { type RegistrySnapshot, type WebhookConfig, WebhookRegistry } from './registry.ts';
 import type { WebhookSender } from './sender.ts';
@@ -57,6 +69,13 @@ interface Lane {
   gone: boolean;
 }
 
+/**
+ * A healthy single-policy lane claims up to this many times its POST slots ahead, so a claim
+ * (a database commit) serves dozens of events rather than a handful; what is not started when
+ * the lane starts failing is given back at once (releaseReady).
+ */
+const CLAIM_AHEAD = 4;
+
 /** Statuses that say "the endpoint is in trouble", not "this event is unwelcome": pause the lane. */
 const BACK_OFF_STATUSES = new Set([408, 429, 502, 503, 504]);
 
@@ -78,12 +97,16 @@ export class WebhookDispatcher {
   private flushing: Promise<void> | null = null;
   private timers: NodeJS.Timeout[] = [];
   private fanoutTimer: NodeJS.Timeout | null = null;
+  /** Fan-out paused because the event cache is more than half full (see scheduleFanout). */
+  private fanoutParked = false;
   private fanoutRunning: Promise<void> | null = null;
   private kickScheduled = false;
   private rr = 0;
   private stopping = false;
   private queuedSinceAnalyze = 0;
   private lastAnalyze = 0;
+  /** JSON of events fanned out here, until their lanes have built the POSTs (event-cache.ts). */
+  private readonly bodies = new EventBodyCache();
 
   constructor(
     private readonly database: Database,
@@ -138,9 +161,10 @@ export class WebhookDispatcher {
     ]);
     clearTimeout(timer);
     for (let i = 0; i < 3 && (this.pending.length || this.flushing); i++) await this.flush();
-    await releaseClaims(this.database.db, this.o.nodeId).catch((err) =>
+    await releaseClaims(this.database.db, this.o.nodeId, isoAt(Date.now())).catch((err) =>
       this.logger.warn({ err }, 'webhook dispatcher: could not release claims'),
     );
+    this.bodies.clear();
   }
 
   // ---- fan-out -------------------------------------------------------------------------------
@@ -148,8 +172,18 @@ export class WebhookDispatcher {
   private scheduleFanout(ms: number) {
     if (this.stopping) return;
     this.fanoutTimer = setTimeout(() => {
+      this.fanoutTimer = null;
+      this.fanoutParked = false;
       this.fanoutRunning = this.fanoutOnce()
-        .then((claimed) => this.scheduleFanout(claimed >= this.o.fanoutBatch ? 0 : this.o.fanoutIntervalMs))
+        .then((claimed) => {
+          // A full round means more is waiting: go on at once, unless fan-out is already so far
+          // ahead of delivery that the event cache is filling up (see event-cache.ts); then the
+          // lanes wake it as soon as they have taken enough (bodiesOf), at the latest after the
+          // usual interval.
+          const more = claimed >= this.o.fanoutBatch;
+          this.fanoutParked = more && !this.bodies.roomy;
+          this.scheduleFanout(more && !this.fanoutParked ? 0 : this.o.fanoutIntervalMs);
+        })
         .catch((err) => {
           this.logger.error({ err }, 'webhook fan-out failed');
           this.scheduleFanout(1000);
@@ -158,18 +192,35 @@ export class WebhookDispatcher {
     this.fanoutTimer.unref();
   }
 
+  private wakeFanout() {
+    if (!this.fanoutParked || !this.bodies.roomy || !this.fanoutTimer) return;
+    clearTimeout(this.fanoutTimer);
+    this.scheduleFanout(0);
+  }
+
   /** One fan-out round; also keeps the lanes in step with the registry. Returns rows consumed. */
   async fanoutOnce(): Promise<number> {
     const snap = await this.registry.get();
     this.syncLanes(snap);
     const route = (tenantId: string, type: string) => WebhookRegistry.subscribers(snap, tenantId, type);
-    const { claimed, queued } = await fanOut(
+    const now = Date.now();
+    const { claimed, queued, routed } = await fanOut(
       this.database,
       this.o.fanoutBatch,
       route,
-      isoAt(Date.now()),
+      isoAt(now),
       isoAt(snap.validAt),
     );
+    this.bodies.sweep(now);
+    // Kept for the lanes that are sending now; a failing or paused lane reads its events later.
+    for (const r of routed) {
+      let refs = 0;
+      for (const id of r.webhookIds) {
+        const lane = this.lanes.get(id);
+        if (lane && !lane.failing && !lane.gone && lane.pausedUntil <= now) refs++;
+      }
+      if (refs) this.bodies.add(r.event.id, eventJson(r.event), refs, now);
+    }
     for (const [id, n] of queued) {
       const lane = this.lanes.get(id);
       if (lane) lane.nextPollAt = 0;
@@ -234,6 +285,12 @@ export class WebhookDispatcher {
     return lane.cfg.policy === 'batch' ? this.o.batchConcurrency : this.o.perWebhookConcurrency;
   }
 
+  /** POSTs a lane may hold claimed (in flight plus ready). */
+  private claimTarget(lane: Lane): number {
+    const cap = this.capOf(lane);
+    return lane.cfg.policy === 'single' && !lane.failing ? cap * CLAIM_AHEAD : cap;
+  }
+
   private tick() {
     if (this.stopping) return;
     const now = Date.now();
@@ -246,10 +303,10 @@ export class WebhookDispatcher {
       this.pump(lane);
       if (this.globalInflight >= this.o.globalConcurrency) break;
       if (lane.polling || now < lane.nextPollAt) continue;
-      const cap = this.capOf(lane);
+      const target = this.claimTarget(lane);
       const busy = lane.inflight + lane.ready.length;
-      // Single: refill once half the slots are free, so claims come in chunks, not one per event.
-      if (lane.cfg.policy === 'batch' ? busy >= cap : busy > Math.floor(cap / 2)) continue;
+      // Single: refill once half the target is used, so claims come in chunks, not one per event.
+      if (lane.cfg.policy === 'batch' ? busy >= target : busy > Math.floor(target / 2)) continue;
       lane.polling = true;
       this.poll(lane)
         .catch((err) => {
@@ -273,7 +330,8 @@ export class WebhookDispatcher {
       // claiming one batch per poll would cap a busy webhook at one batch per round trip chain.
       const room = Math.max(1, this.capOf(lane) - lane.inflight - lane.ready.length);
       const maxEvents = room * cfg.batchMaxSize;
-      const due = await peekDue(this.database.db, cfg.id, Math.min(maxEvents, 1000), lease.now);
+      // Units normally hold a whole batch; 25 per batch slot covers backlogs of small units too.
+      const due = await peekDue(this.database, cfg.id, Math.min(maxEvents, room * 25, 1000), lease.now);
       const first = due[0];
       if (!first) {
         lane.nextPollAt = now + this.o.idlePollMs;
@@ -298,11 +356,8 @@ export class WebhookDispatcher {
       }
       claimed = await claimUnits(this.database, cfg.id, { ids }, lease);
     } else {
-      const room = Math.min(
-        this.capOf(lane) - lane.inflight - lane.ready.length,
-        this.o.globalConcurrency - this.globalInflight,
-      );
-      if (room <= 0) return;
+      const room = this.claimTarget(lane) - lane.inflight - lane.ready.length;
+      if (room <= 0 || this.globalInflight >= this.o.globalConcurrency) return;
       claimed = await claimUnits(this.database, cfg.id, { limit: room }, lease);
     }
     if (claimed.length === 0) {
@@ -310,18 +365,60 @@ export class WebhookDispatcher {
       return;
     }
     lane.nextPollAt = 0; // more may be due: look again as soon as there is room
-    const events = await loadEvents(
-      this.database.db,
-      claimed.flatMap((u) => JSON.parse(u.event_ids) as string[]),
-    );
-    const { jobs, empty } = buildJobs(claimed, events, cfg.policy, cfg.batchMaxSize);
+    const work: ClaimedWork[] = claimed.map((u) => ({
+      id: u.id,
+      attempts: u.attempts,
+      eventIds: JSON.parse(u.event_ids) as string[],
+    }));
+    const { jobs, empty } = buildJobs(work, await this.bodiesOf(work), cfg.policy, cfg.batchMaxSize);
     for (const unit of empty) this.record([finishUnit(cfg.id, unit, this.retry, now)]);
+    for (const job of jobs) job.leaseUntil = now + this.o.lockMs;
     lane.ready.push(...jobs);
     this.pump(lane);
   }
 
+  /**
+   * Gives back claimed units of `jobs` that nothing was sent of (the lane is failing or paused,
+   * or their lease is running out): due again at once, for this or another node, with no attempt
+   * counted. Returns the jobs that must stay (part of their unit is in flight).
+   */
+  private releaseReady(lane: Lane, jobs: Job[]): Job[] {
+    const { release, keep } = unstarted(jobs);
+    if (release.length) {
+      releaseUnits(
+        this.database,
+        lane.cfg.id,
+        this.o.nodeId,
+        release.map((u) => u.id),
+        isoAt(Date.now()),
+      ).catch((err) => this.logger.warn({ err, webhook: lane.cfg.id }, 'webhook units not released; their lease will'));
+    }
+    return keep;
+  }
+
+  /** Event JSON for claimed work: from the fan-out cache, the rest read from the database. */
+  private async bodiesOf(work: readonly ClaimedWork[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const missing: string[] = [];
+    for (const w of work) {
+      for (const id of w.eventIds) {
+        const json = this.bodies.take(id);
+        if (json === undefined) missing.push(id);
+        else out.set(id, json);
+      }
+    }
+    this.wakeFanout();
+    if (missing.length) for (const ev of await loadEvents(this.database, missing)) out.set(ev.id, eventJson(ev));
+    return out;
+  }
+
   private pump(lane: Lane) {
     if (lane.gone) lane.ready = [];
+    // Never start a POST that could outlive the claim (10 s timeout plus writing the outcome).
+    const first = lane.ready[0];
+    if (first?.leaseUntil && first.leaseUntil - Math.min(15_000, this.o.lockMs / 2) < Date.now()) {
+      lane.ready = this.releaseReady(lane, lane.ready);
+    }
     while (
       lane.ready.length &&
       lane.inflight < this.capOf(lane) &&
@@ -354,6 +451,7 @@ export class WebhookDispatcher {
     if (res.ok) lane.failing = false;
     else {
       lane.failing = true;
+      if (lane.ready.length) lane.ready = this.releaseReady(lane, lane.ready);
       if (res.gone) lane.gone = true;
       if (res.retryAfterMs !== null || res.statusCode === null || BACK_OFF_STATUSES.has(res.statusCode)) {
         const pause =

@@ -1,8 +1,6 @@
-import type { EventsTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
-import { eventJson } from '../events/events.repo.ts';
-import type { ClaimedUnit, CompletionWrite } from './queue.repo.ts';
+import type { CompletionWrite } from './completions.repo.ts';
 import type { SendResult } from './sender.ts';
 
 /**
@@ -35,7 +33,19 @@ export interface UnitState {
 
 export interface Job {
   parts: { unit: UnitState; eventIds: string[] }[];
-  events: EventsTable[];
+  /** Event ids of this POST, and their JSON (eventJson) in the same order. */
+  ids: string[];
+  bodies: string[];
+  /** When this node's claim on the job's units runs out (ms). */
+  leaseUntil?: number;
+}
+
+/** A claimed unit with its event id list parsed. */
+export interface ClaimedWork {
+  id: string;
+  /** Attempts made before this claim. */
+  attempts: number;
+  eventIds: string[];
 }
 
 /** Delay before the attempt after `attempt` failed: Retry-After when given (1 s..24 h), else the schedule. */
@@ -46,12 +56,12 @@ export function delayFor(policy: RetryPolicy, attempt: number, res: SendResult):
 }
 
 /**
- * Packs claimed units into jobs. Events that no longer exist are skipped; units left with no
- * event are returned in `empty` (to be removed).
+ * Packs claimed units into jobs; `bodies` maps event id -> its JSON. Events that no longer
+ * exist are skipped; units left with no event are returned in `empty` (to be removed).
  */
 export function buildJobs(
-  claimed: ClaimedUnit[],
-  events: ReadonlyMap<string, EventsTable>,
+  claimed: readonly ClaimedWork[],
+  bodies: ReadonlyMap<string, string>,
   policy: 'single' | 'batch',
   batchMaxSize: number,
 ): { jobs: Job[]; empty: UnitState[] } {
@@ -61,11 +71,11 @@ export function buildJobs(
   let job: Job | null = null;
   for (const c of claimed) {
     const unit: UnitState = { id: c.id, attempts: c.attempts, outstanding: 0, failed: [], gone: false, nextAt: 0 };
-    for (const id of JSON.parse(c.event_ids) as string[]) {
-      const ev = events.get(id);
-      if (!ev) continue;
-      if (!job || job.events.length >= perJob) {
-        job = { parts: [], events: [] };
+    for (const id of c.eventIds) {
+      const body = bodies.get(id);
+      if (body === undefined) continue;
+      if (!job || job.ids.length >= perJob) {
+        job = { parts: [], ids: [], bodies: [] };
         jobs.push(job);
       }
       const last = job.parts[job.parts.length - 1];
@@ -74,7 +84,8 @@ export function buildJobs(
         job.parts.push({ unit, eventIds: [id] });
         unit.outstanding++;
       }
-      job.events.push(ev);
+      job.ids.push(id);
+      job.bodies.push(body);
     }
     if (unit.outstanding === 0) empty.push(unit);
   }
@@ -83,16 +94,11 @@ export function buildJobs(
 
 /** The POST of a job: webhook-id is the event id of a single event, the batch id of a batch. */
 export function jobBody(job: Job, policy: 'single' | 'batch'): { msgId: string; body: string; batchId: string | null } {
-  if (policy === 'single' && job.events.length === 1) {
-    const ev = job.events[0] as EventsTable;
-    return { msgId: ev.id, body: eventJson(ev), batchId: null };
+  if (policy === 'single' && job.ids.length === 1) {
+    return { msgId: job.ids[0] as string, body: job.bodies[0] as string, batchId: null };
   }
   const batchId = newId();
-  return {
-    msgId: batchId,
-    body: `{"batch_id":"${batchId}","events":[${job.events.map(eventJson).join(',')}]}`,
-    batchId,
-  };
+  return { msgId: batchId, body: `{"batch_id":"${batchId}","events":[${job.bodies.join(',')}]}`, batchId };
 }
 
 /** The write that finishes a unit whose jobs have all ended. */
@@ -140,7 +146,7 @@ export function settleJob(
       webhook_id: ctx.webhookId,
       created_at: isoAt(at),
       batch_id: ctx.batchId,
-      event_ids: JSON.stringify(job.events.map((e) => e.id)),
+      event_ids: JSON.stringify(job.ids),
       attempt,
       outcome: res.ok ? 'delivered' : willRetry ? 'retrying' : 'failed',
       status_code: res.statusCode,
@@ -151,4 +157,26 @@ export function settleJob(
     },
   });
   return writes;
+}
+
+/**
+ * Splits jobs that were claimed but not started into units that can be given back untouched
+ * (every outstanding part of the unit is among `jobs`, so nothing of it was sent or is in flight)
+ * and the jobs that must stay (they carry part of a unit that is partly in flight).
+ */
+export function unstarted(jobs: readonly Job[]): { release: UnitState[]; keep: Job[] } {
+  const here = new Map<UnitState, number>();
+  for (const j of jobs) for (const p of j.parts) here.set(p.unit, (here.get(p.unit) ?? 0) + 1);
+  const release = new Set<UnitState>();
+  for (const [u, n] of here) if (n === u.outstanding) release.add(u);
+  // A job mixing a releasable unit with one that is not must be sent whole, so its units stay;
+  // repeat until no kept job holds a released unit.
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const j of jobs) {
+      if (j.parts.every((p) => release.has(p.unit))) continue;
+      for (const p of j.parts) changed = release.delete(p.unit) || changed;
+    }
+  }
+  return { release: [...release], keep: jobs.filter((j) => !j.parts.every((p) => release.has(p.unit))) };
 }

@@ -18,8 +18,9 @@ export function secretKey(secret: string): Buffer {
  * live secret, space-separated (the newest first) so receivers holding either secret verify.
  */
 export function signatureHeader(keys: readonly Buffer[], msgId: string, timestamp: number, body: string): string {
-  const content = `${msgId}.${timestamp}.${body}`;
-  return keys.map((k) => `v1,${createHmac('sha256', k).update(content).digest('base64')}`).join(' ');
+  // Fed in two parts: concatenating would copy a batch body (tens of KB) once more per POST.
+  const prefix = `${msgId}.${timestamp}.`;
+  return keys.map((k) => `v1,${createHmac('sha256', k).update(prefix).update(body).digest('base64')}`).join(' ');
 }
 
 /** The outcome of one POST. Failures are values: the dispatcher never has to catch. */
@@ -51,6 +52,8 @@ export interface SenderOptions {
 }
 
 const USER_AGENT = 'Postyard-Webhooks/1.0';
+/** How often the shared deadline timer looks at the requests in flight. */
+const DEADLINE_TICK_MS = 50;
 const MAX_ERROR_BODY = 512;
 
 /** Retry-After as seconds or an HTTP date; null when absent or unusable. */
@@ -72,6 +75,7 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
 export class WebhookSender {
   readonly agent: Agent;
   private readonly timeoutMs: number;
+  private readonly deadlines = new Deadlines();
 
   constructor(private readonly opts: SenderOptions) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
@@ -119,7 +123,7 @@ export class WebhookSender {
       return done({ error: `refused: ${host} is a private, loopback, link-local or reserved address` });
     }
     const timestamp = Math.floor(Date.now() / 1000);
-    const signal = AbortSignal.timeout(this.timeoutMs);
+    const signal = this.deadlines.start(this.timeoutMs);
     try {
       const res = await this.agent.request({
         origin: syntax.url.origin,
@@ -149,11 +153,79 @@ export class WebhookSender {
       });
     } catch (err) {
       return done({ error: describe(err, signal.aborted, this.timeoutMs) });
+    } finally {
+      this.deadlines.end(signal);
     }
   }
 
   async close(): Promise<void> {
+    this.deadlines.stop();
     await this.agent.close().catch(() => {});
+  }
+}
+
+/**
+ * The whole-request deadline of every POST (connect, queueing for a connection, headers and
+ * body: CONTRACT section 6), kept by one shared timer instead of an AbortSignal.timeout() per
+ * request: a timer and an EventTarget per POST cost more than formatting the request (profile
+ * of bench:webhooks). A Deadline is the minimal signal undici accepts (aborted, reason and
+ * add/removeEventListener); it fires at most DEADLINE_TICK_MS after its time.
+ */
+class Deadline {
+  aborted = false;
+  reason: unknown = undefined;
+  private listener: (() => void) | null = null;
+  constructor(readonly at: number) {}
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+  removeEventListener(): void {
+    this.listener = null;
+  }
+  fire(): void {
+    this.aborted = true;
+    this.reason = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    const l = this.listener;
+    this.listener = null;
+    l?.();
+  }
+}
+
+class Deadlines {
+  private readonly live = new Set<Deadline>();
+  private timer: NodeJS.Timeout | null = null;
+
+  start(ms: number): Deadline {
+    const d = new Deadline(performance.now() + ms);
+    this.live.add(d);
+    if (!this.timer) {
+      this.timer = setInterval(() => this.sweep(), DEADLINE_TICK_MS);
+      this.timer.unref();
+    }
+    return d;
+  }
+
+  end(d: Deadline): void {
+    this.live.delete(d);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private sweep(): void {
+    if (this.live.size === 0) {
+      this.stop();
+      return;
+    }
+    const now = performance.now();
+    // Every deadline of a sender has the same length, so insertion order is deadline order.
+    for (const d of this.live) {
+      if (now < d.at) break;
+      this.live.delete(d);
+      d.fire();
+    }
   }
 }
 
