@@ -219,7 +219,7 @@ export class WebhookDispatcher {
         const lane = this.lanes.get(id);
         if (lane && !lane.failing && !lane.gone && lane.pausedUntil <= now) refs++;
       }
-      if (refs) this.bodies.add(r.event.id, eventJson(r.event), refs, now);
+      if (refs) this.bodies.add(r.id, r.body, refs, now);
     }
     for (const [id, n] of queued) {
       const lane = this.lanes.get(id);

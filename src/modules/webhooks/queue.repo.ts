@@ -4,6 +4,7 @@ import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import type { EventsTable, WebhookQueueTable } from '../../db/schema.ts';
 import { newId } from '../../lib/ids.ts';
+import { eventJson } from '../events/events.repo.ts';
 import { runSql, SQL } from './queue.sql.ts';
 
 /**
@@ -33,6 +34,9 @@ export interface Route {
 }
 export type Router = (tenantId: string, type: string) => readonly Route[];
 
+/** What fan-out reads of an event: routing columns and its JSON (on PostgreSQL: the whole row, body null). */
+type RoutedEvent = Pick<EventsTable, 'id' | 'tenant_id' | 'type' | 'created_at'> & { body: string | null };
+
 /**
  * Claims up to `limit` outbox rows of events created before `createdBefore` and turns them into
  * delivery units of every subscribed webhook (one event per unit, or up to batch_max_size with
@@ -46,7 +50,11 @@ export async function fanOut(
   route: Router,
   now: string,
   createdBefore: string,
-): Promise<{ claimed: number; queued: Map<string, number>; routed: { event: EventsTable; webhookIds: string[] }[] }> {
+): Promise<{
+  claimed: number;
+  queued: Map<string, number>;
+  routed: { id: string; body: string; webhookIds: string[] }[];
+}> {
   const pg = database.dialect === 'postgres';
   return database.db.transaction().execute(async (trx) => {
     await relaxed(trx, database);
@@ -54,10 +62,10 @@ export async function fanOut(
     // events index from its start on every round (the outbox is consumed from the front).
     const outbox = await runSql<{ event_id: string; tenant_id: string }>(trx, pg, SQL.outboxFront, [limit]);
     const queued = new Map<string, number>();
-    const routed: { event: EventsTable; webhookIds: string[] }[] = [];
+    const routed: { id: string; body: string; webhookIds: string[] }[] = [];
     if (outbox.length === 0) return { claimed: 0, queued, routed };
-    const events = new Map<string, EventsTable>();
-    const found = await runSql<EventsTable>(trx, pg, SQL.eventsById, [outbox.map((r) => r.event_id)]);
+    const events = new Map<string, RoutedEvent>();
+    const found = await runSql<RoutedEvent>(trx, pg, SQL.eventsToRoute, [outbox.map((r) => r.event_id)]);
     for (const e of found) events.set(e.id, e);
     // Only events the routing table is known to be current for (see WebhookRegistry.validAt);
     // the others stay in the outbox for a later round. A missing event (tenant deleted) is dropped.
@@ -69,7 +77,12 @@ export async function fanOut(
       const ev = events.get(r.event_id);
       if (!ev) continue;
       const routes = route(r.tenant_id, ev.type);
-      if (routes.length) routed.push({ event: ev, webhookIds: routes.map((w) => w.id) });
+      if (routes.length)
+        routed.push({
+          id: ev.id,
+          body: ev.body ?? eventJson(ev as unknown as EventsTable),
+          webhookIds: routes.map((w) => w.id),
+        });
       for (const w of routes) {
         let unit = w.policy === 'batch' ? open.get(w.id) : undefined;
         if (!unit || unit.ids.length >= w.batchMaxSize) {
@@ -137,16 +150,17 @@ export async function claimUnits(
   pick: { limit: number } | { ids: string[] },
   lease: Lease,
 ): Promise<ClaimedUnit[]> {
+  // A single statement on both backends (on PostgreSQL it relaxes its own commit).
   const pg = database.dialect === 'postgres';
-  const run = (db: Executor) =>
-    'ids' in pick
-      ? runSql<ClaimedUnit>(db, pg, SQL.claimIds, [webhookId, lease.now, pick.ids, lease.until, lease.holder])
-      : runSql<ClaimedUnit>(db, pg, SQL.claimOldest, [webhookId, lease.now, pick.limit, lease.until, lease.holder]);
-  if (!pg) return run(database.db);
-  return database.db.transaction().execute(async (trx) => {
-    await relaxed(trx, database);
-    return run(trx);
-  });
+  return 'ids' in pick
+    ? runSql<ClaimedUnit>(database.db, pg, SQL.claimIds, [webhookId, lease.now, pick.ids, lease.until, lease.holder])
+    : runSql<ClaimedUnit>(database.db, pg, SQL.claimOldest, [
+        webhookId,
+        lease.now,
+        pick.limit,
+        lease.until,
+        lease.holder,
+      ]);
 }
 
 /**
