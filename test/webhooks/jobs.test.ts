@@ -2,7 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import type { EventsTable } from '../../src/db/schema.ts';
 import { eventJson } from '../../src/modules/events/events.repo.ts';
-import { buildJobs, type ClaimedWork, delayFor, jobBody, settleJob } from '../../src/modules/webhooks/jobs.ts';
+import {
+  buildJobs,
+  type ClaimedWork,
+  delayFor,
+  jobBody,
+  pickBatch,
+  settleJob,
+  unstarted,
+} from '../../src/modules/webhooks/jobs.ts';
 import type { SendResult } from '../../src/modules/webhooks/sender.ts';
 
 const ev = (id: string): EventsTable => ({
@@ -123,5 +131,46 @@ describe('delayFor', () => {
     expect(delayFor(p, 2, { ...fail, retryAfterMs: 30_000 })).toBe(30_000);
     expect(delayFor(p, 1, { ...fail, retryAfterMs: 0 })).toBe(1000);
     expect(delayFor(p, 1, { ...fail, retryAfterMs: 10 ** 10 })).toBe(86_400_000);
+  });
+});
+
+describe('unstarted', () => {
+  it('gives back units none of whose jobs started; keeps jobs of a unit partly in flight', () => {
+    // u1 has three single jobs, one of them already launched (not in the list); u2 has one.
+    const { jobs } = buildJobs([unit('u1', ['e1', 'e2', 'e3']), unit('u2', ['e4'])], events, 'single', 1);
+    const waiting = jobs.slice(1);
+    const { release, keep } = unstarted(waiting);
+    expect(release.map((u) => u.id)).toEqual(['u2']);
+    expect(keep.map((j) => j.ids)).toEqual([['e2'], ['e3']]);
+    expect(unstarted(jobs).release.map((u) => u.id)).toEqual(['u1', 'u2']);
+    expect(unstarted(jobs).keep).toEqual([]);
+  });
+
+  it('keeps a batch job that mixes a releasable unit with one partly in flight', () => {
+    // u1 (3 events) is split over two batch jobs of 2; the first is in flight. The second job
+    // carries e3 of u1 and e4 of u2: it must go whole, so u2 is not released either.
+    const { jobs } = buildJobs([unit('u1', ['e1', 'e2', 'e3']), unit('u2', ['e4'])], events, 'batch', 2);
+    const { release, keep } = unstarted(jobs.slice(1));
+    expect(release).toEqual([]);
+    expect(keep).toHaveLength(1);
+  });
+});
+
+describe('pickBatch', () => {
+  const cfg = { batchMaxSize: 10, batchMaxWaitMs: 1000 };
+  const at = (ms: number) => new Date(ms).toISOString();
+  const u = (id: string, n: number, ms: number) => ({ id, event_count: n, next_attempt_at: at(ms) });
+
+  it('waits for a full batch or the oldest unit to have waited batch_max_wait_ms', () => {
+    expect(pickBatch([], cfg, 40, 5000)).toEqual({ waitUntil: Number.POSITIVE_INFINITY });
+    expect(pickBatch([u('a', 3, 4500), u('b', 4, 4800)], cfg, 40, 5000)).toEqual({ waitUntil: 5500 });
+    expect(pickBatch([u('a', 3, 3900), u('b', 4, 4800)], cfg, 40, 5000)).toEqual({ ids: ['a', 'b'] });
+  });
+
+  it('before the wait is over only whole batches go; at most maxEvents', () => {
+    const due = [u('a', 10, 4900), u('b', 10, 4900), u('c', 5, 4900)];
+    expect(pickBatch(due, cfg, 40, 5000)).toEqual({ ids: ['a', 'b'] });
+    expect(pickBatch(due, cfg, 10, 5000)).toEqual({ ids: ['a'] });
+    expect(pickBatch(due, cfg, 40, 6000)).toEqual({ ids: ['a', 'b', 'c'] });
   });
 });

@@ -2,30 +2,23 @@ import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import { isoAt } from '../../lib/clock.ts';
 import { eventJson } from '../events/events.repo.ts';
-import { applyCompletions, type CompletionWrite } from './completions.repo.ts';
 import { EventBodyCache } from './event-cache.ts';
+import { FanOutLoop } from './fanout-loop.ts';
+import { OutcomeBuffer } from './outcome-buffer.ts';
 import {
   buildJobs,
   type ClaimedWork,
   finishUnit,
   type Job,
   jobBody,
+  pickBatch,
   RETRY_SCHEDULE_MS,
   type RetryPolicy,
   settleJob,
   unstarted,
 } from './jobs.ts';
-import {
-  analyzeQueue,
-  type ClaimedUnit,
-  claimUnits,
-  fanOut,
-  loadEvents,
-  peekDue,
-  releaseClaims,
-  releaseUnits,
-} from './queue.repo.ts';
-import { type RegistrySnapshot, type WebhookConfig, WebhookRegistry } from './registry.ts';
+import { type ClaimedUnit, claimUnits, loadEvents, peekDue, releaseClaims, releaseUnits } from './queue.repo.ts';
+import type { RegistrySnapshot, WebhookConfig, WebhookRegistry } from './registry.ts';
 import type { WebhookSender } from './sender.ts';
 
 export { RETRY_SCHEDULE_MS };
@@ -93,18 +86,12 @@ export class WebhookDispatcher {
   private snapshot: RegistrySnapshot | null = null;
   private readonly inflight = new Set<Promise<void>>();
   private globalInflight = 0;
-  private pending: CompletionWrite[] = [];
-  private flushing: Promise<void> | null = null;
+  private readonly outcomes: OutcomeBuffer;
   private timers: NodeJS.Timeout[] = [];
-  private fanoutTimer: NodeJS.Timeout | null = null;
-  /** Fan-out paused because the event cache is more than half full (see scheduleFanout). */
-  private fanoutParked = false;
-  private fanoutRunning: Promise<void> | null = null;
+  private readonly fanout: FanOutLoop;
   private kickScheduled = false;
   private rr = 0;
   private stopping = false;
-  private queuedSinceAnalyze = 0;
-  private lastAnalyze = 0;
   /** JSON of events fanned out here, until their lanes have built the POSTs (event-cache.ts). */
   private readonly bodies = new EventBodyCache();
 
@@ -133,16 +120,44 @@ export class WebhookDispatcher {
       ...opts,
     };
     this.retry = { delaysMs: this.o.retryDelaysMs, jitter: this.o.jitter };
+    this.fanout = new FanOutLoop(
+      database,
+      registry,
+      logger,
+      this.bodies,
+      { batch: this.o.fanoutBatch, intervalMs: this.o.fanoutIntervalMs },
+      {
+        onSnapshot: (snap) => this.syncLanes(snap),
+        isSending: (id, now) => {
+          const lane = this.lanes.get(id);
+          return !!lane && !lane.failing && !lane.gone && lane.pausedUntil <= now;
+        },
+        onQueued: (queued) => {
+          for (const id of queued.keys()) {
+            const lane = this.lanes.get(id);
+            if (lane) lane.nextPollAt = 0;
+          }
+          this.kick();
+        },
+      },
+    );
+    this.outcomes = new OutcomeBuffer(database, logger, this.o.autoDisableAfterMs, (disabled) => {
+      for (const d of disabled) {
+        const lane = this.lanes.get(d.id);
+        if (lane) lane.gone = true;
+      }
+      this.registry.invalidate();
+    });
   }
 
   start(): void {
     this.stopping = false;
     this.timers.push(
       setInterval(() => this.tick(), 20),
-      setInterval(() => void this.flush(), this.o.flushIntervalMs),
+      setInterval(() => void this.outcomes.flush(), this.o.flushIntervalMs),
     );
     for (const t of this.timers) t.unref();
-    this.scheduleFanout(0);
+    this.fanout.start();
   }
 
   /** Stops claiming, waits for in-flight POSTs (stopTimeoutMs at most), writes outcomes, releases claims. */
@@ -150,8 +165,7 @@ export class WebhookDispatcher {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    if (this.fanoutTimer) clearTimeout(this.fanoutTimer);
-    await this.fanoutRunning?.catch(() => {});
+    await this.fanout.stop();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.inflight]),
@@ -160,7 +174,7 @@ export class WebhookDispatcher {
       }),
     ]);
     clearTimeout(timer);
-    for (let i = 0; i < 3 && (this.pending.length || this.flushing); i++) await this.flush();
+    for (let i = 0; i < 3 && this.outcomes.busy; i++) await this.outcomes.flush();
     await releaseClaims(this.database.db, this.o.nodeId, isoAt(Date.now())).catch((err) =>
       this.logger.warn({ err }, 'webhook dispatcher: could not release claims'),
     );
@@ -169,74 +183,9 @@ export class WebhookDispatcher {
 
   // ---- fan-out -------------------------------------------------------------------------------
 
-  private scheduleFanout(ms: number) {
-    if (this.stopping) return;
-    this.fanoutTimer = setTimeout(() => {
-      this.fanoutTimer = null;
-      this.fanoutParked = false;
-      this.fanoutRunning = this.fanoutOnce()
-        .then((claimed) => {
-          // A full round means more is waiting: go on at once, unless fan-out is already so far
-          // ahead of delivery that the event cache is filling up (see event-cache.ts); then the
-          // lanes wake it as soon as they have taken enough (bodiesOf), at the latest after the
-          // usual interval.
-          const more = claimed >= this.o.fanoutBatch;
-          this.fanoutParked = more && !this.bodies.roomy;
-          this.scheduleFanout(more && !this.fanoutParked ? 0 : this.o.fanoutIntervalMs);
-        })
-        .catch((err) => {
-          this.logger.error({ err }, 'webhook fan-out failed');
-          this.scheduleFanout(1000);
-        });
-    }, ms);
-    this.fanoutTimer.unref();
-  }
-
-  private wakeFanout() {
-    if (!this.fanoutParked || !this.bodies.roomy || !this.fanoutTimer) return;
-    clearTimeout(this.fanoutTimer);
-    this.scheduleFanout(0);
-  }
-
   /** One fan-out round; also keeps the lanes in step with the registry. Returns rows consumed. */
-  async fanoutOnce(): Promise<number> {
-    const snap = await this.registry.get();
-    this.syncLanes(snap);
-    const route = (tenantId: string, type: string) => WebhookRegistry.subscribers(snap, tenantId, type);
-    const now = Date.now();
-    const { claimed, queued, routed } = await fanOut(
-      this.database,
-      this.o.fanoutBatch,
-      route,
-      isoAt(now),
-      isoAt(snap.validAt),
-    );
-    this.bodies.sweep(now);
-    // Kept for the lanes that are sending now; a failing or paused lane reads its events later.
-    for (const r of routed) {
-      let refs = 0;
-      for (const id of r.webhookIds) {
-        const lane = this.lanes.get(id);
-        if (lane && !lane.failing && !lane.gone && lane.pausedUntil <= now) refs++;
-      }
-      if (refs) this.bodies.add(r.id, r.body, refs, now);
-    }
-    for (const [id, n] of queued) {
-      const lane = this.lanes.get(id);
-      if (lane) lane.nextPollAt = 0;
-      this.queuedSinceAnalyze += n;
-    }
-    if (queued.size) this.kick();
-    if (
-      this.database.dialect === 'postgres' &&
-      this.queuedSinceAnalyze >= 10_000 &&
-      Date.now() - this.lastAnalyze > 30_000
-    ) {
-      this.queuedSinceAnalyze = 0;
-      this.lastAnalyze = Date.now();
-      await analyzeQueue(this.database);
-    }
-    return claimed;
+  fanoutOnce(): Promise<number> {
+    return this.fanout.once();
   }
 
   private syncLanes(snap: RegistrySnapshot) {
@@ -332,28 +281,12 @@ export class WebhookDispatcher {
       const maxEvents = room * cfg.batchMaxSize;
       // Units normally hold a whole batch; 25 per batch slot covers backlogs of small units too.
       const due = await peekDue(this.database, cfg.id, Math.min(maxEvents, room * 25, 1000), lease.now);
-      const first = due[0];
-      if (!first) {
-        lane.nextPollAt = now + this.o.idlePollMs;
+      const pick = pickBatch(due, cfg, maxEvents, now);
+      if ('waitUntil' in pick) {
+        lane.nextPollAt = Math.min(pick.waitUntil, now + this.o.idlePollMs);
         return;
       }
-      // Flush when a full batch is waiting or the oldest unit has waited batch_max_wait_ms.
-      const waiting = due.reduce((n, u) => n + u.event_count, 0);
-      const flushAt = Date.parse(first.next_attempt_at) + cfg.batchMaxWaitMs;
-      if (waiting < cfg.batchMaxSize && flushAt > now) {
-        lane.nextPollAt = Math.min(flushAt, now + this.o.idlePollMs);
-        return;
-      }
-      // Before the wait is over, only whole batches go; the remainder keeps filling.
-      const take =
-        flushAt > now ? Math.min(maxEvents, Math.floor(waiting / cfg.batchMaxSize) * cfg.batchMaxSize) : maxEvents;
-      const ids: string[] = [];
-      let n = 0;
-      for (const u of due) {
-        if (ids.length && n + u.event_count > take) break;
-        ids.push(u.id);
-        n += u.event_count;
-      }
+      const ids = pick.ids;
       claimed = await claimUnits(this.database, cfg.id, { ids }, lease);
     } else {
       const room = this.claimTarget(lane) - lane.inflight - lane.ready.length;
@@ -371,7 +304,7 @@ export class WebhookDispatcher {
       eventIds: JSON.parse(u.event_ids) as string[],
     }));
     const { jobs, empty } = buildJobs(work, await this.bodiesOf(work), cfg.policy, cfg.batchMaxSize);
-    for (const unit of empty) this.record([finishUnit(cfg.id, unit, this.retry, now)]);
+    for (const unit of empty) this.outcomes.record([finishUnit(cfg.id, unit, this.retry, now)]);
     for (const job of jobs) job.leaseUntil = now + this.o.lockMs;
     lane.ready.push(...jobs);
     this.pump(lane);
@@ -407,7 +340,7 @@ export class WebhookDispatcher {
         else out.set(id, json);
       }
     }
-    this.wakeFanout();
+    this.fanout.wake();
     if (missing.length) for (const ev of await loadEvents(this.database, missing)) out.set(ev.id, eventJson(ev));
     return out;
   }
@@ -461,38 +394,8 @@ export class WebhookDispatcher {
         lane.pausedUntil = Math.max(lane.pausedUntil, at + pause);
       }
     }
-    this.record(settleJob(job, res, { webhookId: cfg.id, tenantId: cfg.tenantId, batchId, policy: this.retry, at }));
-  }
-
-  // ---- outcomes ------------------------------------------------------------------------------
-
-  private record(writes: CompletionWrite[]) {
-    for (const w of writes) this.pending.push(w);
-    if (this.pending.length >= 500) void this.flush();
-  }
-
-  /** Writes buffered outcomes; on a database error they stay buffered (claims keep them safe). */
-  async flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
-    if (this.pending.length === 0) return;
-    const writes = this.pending;
-    this.pending = [];
-    this.flushing = (async () => {
-      try {
-        const disabled = await applyCompletions(this.database, writes, isoAt(Date.now() - this.o.autoDisableAfterMs));
-        for (const d of disabled) {
-          const lane = this.lanes.get(d.id);
-          if (lane) lane.gone = true;
-          this.logger.warn({ webhook: d.id, reason: d.reason }, 'webhook disabled');
-        }
-        if (disabled.length) this.registry.invalidate();
-      } catch (err) {
-        this.logger.error({ err }, 'webhook outcomes not written; retrying');
-        this.pending = writes.concat(this.pending);
-      } finally {
-        this.flushing = null;
-      }
-    })();
-    return this.flushing;
+    this.outcomes.record(
+      settleJob(job, res, { webhookId: cfg.id, tenantId: cfg.tenantId, batchId, policy: this.retry, at }),
+    );
   }
 }

@@ -180,3 +180,31 @@ export function unstarted(jobs: readonly Job[]): { release: UnitState[]; keep: J
   }
   return { release: [...release], keep: jobs.filter((j) => !j.parts.every((p) => release.has(p.unit))) };
 }
+
+/**
+ * Which due units (oldest first, from peekDue) a batch lane claims now: a batch goes when it is
+ * full or its oldest unit has waited batch_max_wait_ms; before that wait is over only whole
+ * batches go and the remainder keeps filling. `waitUntil`: nothing to send before then.
+ */
+export function pickBatch(
+  due: readonly { id: string; event_count: number; next_attempt_at: string }[],
+  cfg: { batchMaxSize: number; batchMaxWaitMs: number },
+  maxEvents: number,
+  now: number,
+): { ids: string[] } | { waitUntil: number } {
+  const first = due[0];
+  if (!first) return { waitUntil: Number.POSITIVE_INFINITY };
+  const waiting = due.reduce((n, u) => n + u.event_count, 0);
+  const flushAt = Date.parse(first.next_attempt_at) + cfg.batchMaxWaitMs;
+  if (waiting < cfg.batchMaxSize && flushAt > now) return { waitUntil: flushAt };
+  const take =
+    flushAt > now ? Math.min(maxEvents, Math.floor(waiting / cfg.batchMaxSize) * cfg.batchMaxSize) : maxEvents;
+  const ids: string[] = [];
+  let n = 0;
+  for (const u of due) {
+    if (ids.length && n + u.event_count > take) break;
+    ids.push(u.id);
+    n += u.event_count;
+  }
+  return { ids };
+}
