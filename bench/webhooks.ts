@@ -6,6 +6,7 @@
  *    written the way the app writes them (events + outbox), then the production dispatcher drains
  *    it to a receiver in its own process; events/s = events received / time. In the same run a
  *    raw undici client posts the same bodies, signed the same way, with the same concurrency.
+ *    The measured runs alternate the two in BENCH_ROUNDS rounds (default 3).
  * 2. Events API: BENCH_API_EVENTS events (default 1,000,000) for one tenant, inserted in bulk,
  *    then GET /v1/events over HTTP with each filter, one request at a time: p50/p99 per query.
  *    On PostgreSQL the plans of the main queries are printed (EXPLAIN ANALYZE).
@@ -43,6 +44,8 @@ const SAMPLES = Number(process.env.BENCH_API_SAMPLES ?? 200);
 const SINGLE_CONCURRENCY = 16;
 const BATCH_CONCURRENCY = 4;
 const BATCH_SIZE = 100;
+/** Measured runs alternate dispatcher and raw client this many times (see delivery()). */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ?? '';
 
@@ -81,7 +84,14 @@ function event(tenantId: string, i: number): NewEvent {
   };
 }
 
-/** Dispatcher drain rate for one policy, and the raw client's rate on the same bodies. */
+/**
+ * Dispatcher drain rate for one policy, and the raw client's rate on the same bodies. The events
+ * go in ROUNDS rounds that alternate between the two (dispatcher drains a backlog of n/ROUNDS
+ * events, then the raw client posts those same events' bodies), so load swings on a shared
+ * machine hit both sides alike; rates are total events / total time of each side. CPU time of
+ * this process per event is reported for both sides too (the dispatcher's includes SQLite, which
+ * runs in-process; PostgreSQL's server CPU is not in it).
+ */
 async function delivery(c: Container, rx: string, policy: 'single' | 'batch', n: number, profName = '') {
   const db = c.database.db;
   const tenant = await c.tenants.create({ name: `bench-${policy}` });
@@ -92,76 +102,94 @@ async function delivery(c: Container, rx: string, policy: 'single' | 'batch', n:
     batch_max_size: BATCH_SIZE,
     batch_max_wait_ms: 200,
   });
-  const rows: EventsTable[] = [];
-  for (let i = 0; i < n; i += 1000) {
-    const chunk = Array.from({ length: Math.min(1000, n - i) }, (_, j) => event(tenant.tenant_id, i + j));
-    rows.push(...(await db.transaction().execute((trx) => insertEvents(trx, chunk))));
-  }
-  await fetch(`${rx}/reset`, { method: 'POST' });
-  const d = new WebhookDispatcher(c.database, c.webhooks.registry, c.webhooks.sender, c.logger, {
-    nodeId: `bench-${policy}`,
-  });
-  const endProfile = profName ? await profile(profName) : async () => {};
-  const t0 = performance.now();
-  d.start();
-  let got = 0;
-  while (got < n) {
-    await sleep(20);
-    got = (await stats(rx)).events;
-    if (performance.now() - t0 > 600_000) throw new Error(`${policy}: only ${got}/${n} events after 10 min`);
-  }
-  const secs = (performance.now() - t0) / 1000;
-  while ((await db.selectFrom('webhook_queue').select('id').limit(1).execute()).length) await sleep(20);
-  const drained = (performance.now() - t0) / 1000;
-  await endProfile();
-  await d.stop();
-  await c.webhooks.delete(tenant.tenant_id, hook.id);
-
-  // The raw client: the same bodies and signatures, the same concurrency, no database.
   const key = secretKey(hook.secret ?? '');
-  const bodies: { id: string; body: string; events: number }[] = [];
-  if (policy === 'single') for (const r of rows) bodies.push({ id: r.id, body: eventJson(r), events: 1 });
-  else {
-    for (let i = 0; i < rows.length; i += BATCH_SIZE) {
-      const id = newId();
-      const part = rows.slice(i, i + BATCH_SIZE);
-      bodies.push({
-        id,
-        body: `{"batch_id":"${id}","events":[${part.map(eventJson).join(',')}]}`,
-        events: part.length,
-      });
-    }
-  }
-  await fetch(`${rx}/reset`, { method: 'POST' });
   const agent = new Agent({ connections: 32 });
   const origin = new URL(rx).origin;
-  let next = 0;
-  const r0 = performance.now();
-  const worker = async () => {
-    while (next < bodies.length) {
-      const b = bodies[next++] as (typeof bodies)[number];
-      const ts = Math.floor(Date.now() / 1000);
-      const res = await agent.request({
-        origin,
-        path: '/hook',
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': b.id,
-          'webhook-timestamp': String(ts),
-          'webhook-signature': signatureHeader([key], b.id, ts, b.body),
-        },
-        body: b.body,
-      });
-      await res.body.dump();
+  const rounds = profName ? ROUNDS : 1;
+  const t = { secs: 0, drained: 0, cpuUs: 0, rawSecs: 0, rawCpuUs: 0 };
+  for (let round = 0, done = 0; round < rounds; round++) {
+    const m = Math.round((n * (round + 1)) / rounds) - done;
+    done += m;
+    const rows: EventsTable[] = [];
+    for (let i = 0; i < m; i += 1000) {
+      const chunk = Array.from({ length: Math.min(1000, m - i) }, (_, j) => event(tenant.tenant_id, i + j));
+      rows.push(...(await db.transaction().execute((trx) => insertEvents(trx, chunk))));
     }
-  };
-  await Promise.all(Array.from({ length: policy === 'single' ? SINGLE_CONCURRENCY : BATCH_CONCURRENCY }, worker));
-  const rawSecs = (performance.now() - r0) / 1000;
+    await fetch(`${rx}/reset`, { method: 'POST' });
+    const d = new WebhookDispatcher(c.database, c.webhooks.registry, c.webhooks.sender, c.logger, {
+      nodeId: `bench-${policy}`,
+    });
+    const endProfile = profName ? await profile(`${profName}-r${round + 1}`) : async () => {};
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    d.start();
+    let got = 0;
+    while (got < m) {
+      await sleep(20);
+      got = (await stats(rx)).events;
+      if (performance.now() - t0 > 600_000) throw new Error(`${policy}: only ${got}/${m} events after 10 min`);
+    }
+    t.secs += (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    t.cpuUs += cpu.user + cpu.system;
+    while ((await db.selectFrom('webhook_queue').select('id').limit(1).execute()).length) await sleep(20);
+    t.drained += (performance.now() - t0) / 1000;
+    await endProfile();
+    await d.stop();
+
+    // The raw client: the same bodies and signatures, the same concurrency, no database.
+    const bodies: { id: string; body: string; events: number }[] = [];
+    if (policy === 'single') for (const r of rows) bodies.push({ id: r.id, body: eventJson(r), events: 1 });
+    else {
+      for (let i = 0; i < rows.length; i += BATCH_SIZE) {
+        const id = newId();
+        const part = rows.slice(i, i + BATCH_SIZE);
+        bodies.push({
+          id,
+          body: `{"batch_id":"${id}","events":[${part.map(eventJson).join(',')}]}`,
+          events: part.length,
+        });
+      }
+    }
+    await fetch(`${rx}/reset`, { method: 'POST' });
+    let next = 0;
+    const rawCpu0 = process.cpuUsage();
+    const r0 = performance.now();
+    const worker = async () => {
+      while (next < bodies.length) {
+        const b = bodies[next++] as (typeof bodies)[number];
+        const ts = Math.floor(Date.now() / 1000);
+        const res = await agent.request({
+          origin,
+          path: '/hook',
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'webhook-id': b.id,
+            'webhook-timestamp': String(ts),
+            'webhook-signature': signatureHeader([key], b.id, ts, b.body),
+          },
+          body: b.body,
+        });
+        await res.body.dump();
+      }
+    };
+    await Promise.all(Array.from({ length: policy === 'single' ? SINGLE_CONCURRENCY : BATCH_CONCURRENCY }, worker));
+    t.rawSecs += (performance.now() - r0) / 1000;
+    const rawCpu = process.cpuUsage(rawCpu0);
+    t.rawCpuUs += rawCpu.user + rawCpu.system;
+    const check = await stats(rx);
+    if (check.events !== m) throw new Error(`raw client: receiver counted ${check.events}/${m}`);
+  }
   await agent.close();
-  const check = await stats(rx);
-  if (check.events !== n) throw new Error(`raw client: receiver counted ${check.events}/${n}`);
-  return { rate: n / secs, drainedRate: n / drained, raw: n / rawSecs };
+  await c.webhooks.delete(tenant.tenant_id, hook.id);
+  return {
+    rate: n / t.secs,
+    drainedRate: n / t.drained,
+    raw: n / t.rawSecs,
+    cpuUsPerEvent: t.cpuUs / n,
+    rawCpuUsPerEvent: t.rawCpuUs / n,
+  };
 }
 
 const TYPES: [EventType, number][] = [
@@ -328,7 +356,13 @@ async function run(label: string, env: Record<string, string>, rx: string) {
     ...env,
   });
   const c = await createContainer(config, createLogger('warn'));
-  const none = { rate: Number.NaN, drainedRate: Number.NaN, raw: Number.NaN };
+  const none = {
+    rate: Number.NaN,
+    drainedRate: Number.NaN,
+    raw: Number.NaN,
+    cpuUsPerEvent: Number.NaN,
+    rawCpuUsPerEvent: Number.NaN,
+  };
   try {
     // Warm-up (JIT, SQLite page cache, connections); its figures are discarded.
     if (N_SINGLE > 0) await delivery(c, rx, 'single', 3000);
@@ -362,6 +396,7 @@ async function main() {
         incl_outcome_writes: Math.round(x.drainedRate),
         raw_undici: Math.round(x.raw),
         ratio: x.rate / x.raw,
+        cpu_us_per_event: `${x.cpuUsPerEvent.toFixed(1)} / ${x.rawCpuUsPerEvent.toFixed(1)}`,
         target: `>= ${target}, >= 0.5 raw`,
       });
     }
@@ -372,6 +407,7 @@ async function main() {
       incl_outcome_writes: '',
       raw_undici: '',
       ratio: '',
+      cpu_us_per_event: '',
       target: '< 50',
     });
   };
@@ -390,7 +426,8 @@ async function main() {
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(
-    `\nsingle: ${N_SINGLE} events, ${SINGLE_CONCURRENCY} in flight; batch: ${N_BATCH} events, ${BATCH_SIZE} per POST, ${BATCH_CONCURRENCY} in flight`,
+    `\nsingle: ${N_SINGLE} events, ${SINGLE_CONCURRENCY} in flight; batch: ${N_BATCH} events, ${BATCH_SIZE} per POST, ${BATCH_CONCURRENCY} in flight; ` +
+      `${ROUNDS} rounds alternating dispatcher and raw client; cpu_us_per_event = this process, dispatcher / raw`,
   );
   console.log(table(results));
 }
