@@ -49,6 +49,11 @@ export interface AttemptFailure {
   tls: boolean;
   transcript: string[];
   stage: SmtpStage;
+  /**
+   * Nothing of the message reached the server (the connection was gone before its data): it can
+   * go out over another connection at once, without counting as an attempt.
+   */
+  notSent?: boolean;
 }
 
 export interface SmtpTimeouts {

@@ -174,3 +174,70 @@ export function safeAddress(address: string): boolean {
   }
   return true;
 }
+
+export interface Extensions {
+  pipelining: boolean;
+  /** SIZE advertised: null = not at all; 0 = no fixed limit. */
+  size: number | null;
+  starttls: boolean;
+  eightBitMime: boolean;
+  smtpUtf8: boolean;
+  auth: string[];
+}
+
+export const NO_EXTENSIONS: Extensions = Object.freeze({
+  pipelining: false,
+  size: null,
+  starttls: false,
+  eightBitMime: false,
+  smtpUtf8: false,
+  auth: [],
+});
+
+/** The extensions a 250 reply to EHLO advertises (its first line is the greeting). */
+export function parseEhlo(lines: string[]): Extensions {
+  const ext: Extensions = { ...NO_EXTENSIONS, auth: [] };
+  for (const line of lines.slice(1)) {
+    const [kw = '', ...args] = line
+      .slice(4)
+      .trim()
+      .toUpperCase()
+      .split(/[\s=]+/);
+    if (kw === 'PIPELINING') ext.pipelining = true;
+    else if (kw === 'SIZE') ext.size = Number(args[0]) || 0;
+    else if (kw === 'STARTTLS') ext.starttls = true;
+    else if (kw === '8BITMIME') ext.eightBitMime = true;
+    else if (kw === 'SMTPUTF8') ext.smtpUtf8 = true;
+    else if (kw === 'AUTH') ext.auth = args;
+  }
+  return ext;
+}
+
+/**
+ * MAIL (with SIZE, BODY=8BITMIME and SMTPUTF8 where they apply), one RCPT per recipient, DATA;
+ * or why the message cannot be offered to this server at all (refused here, nothing sent).
+ */
+export function envelopeCommands(
+  message: { envelopeFrom: string; recipients: string[]; raw: Buffer },
+  ext: Extensions,
+): { ok: true; commands: string[] } | { ok: false; why: string } {
+  const { envelopeFrom, recipients, raw } = message;
+  if (recipients.length === 0 || !safeAddress(envelopeFrom) || !recipients.every(safeAddress)) {
+    return { ok: false, why: 'envelope address that cannot be sent (line break, space or angle bracket)' };
+  }
+  if (ext.size && raw.length > ext.size) {
+    return { ok: false, why: `message of ${raw.length} bytes is over the server's SIZE limit of ${ext.size}` };
+  }
+  const utf8 = !isAsciiText(envelopeFrom) || !recipients.every(isAsciiText);
+  if (utf8 && !ext.smtpUtf8) return { ok: false, why: 'non-ASCII address and the server does not offer SMTPUTF8' };
+  let mail = `MAIL FROM:<${envelopeFrom}>`;
+  if (ext.size !== null) mail += ` SIZE=${raw.length}`;
+  if (ext.eightBitMime && has8bit(raw)) mail += ' BODY=8BITMIME';
+  if (utf8) mail += ' SMTPUTF8';
+  return { ok: true, commands: [mail, ...recipients.map((r) => `RCPT TO:<${r}>`), 'DATA'] };
+}
+
+function isAsciiText(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 127) return false;
+  return true;
+}

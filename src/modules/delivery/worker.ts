@@ -49,6 +49,15 @@ interface Job {
   claimedAtMs: number;
 }
 
+/** A job taken off a domain queue with its rendering under way. */
+interface Taken {
+  job: Job;
+  rendered: Promise<RenderedMessage | null>;
+}
+
+/** Messages each SMTP session keeps rendered (or rendering) ahead of the one it sends. */
+const RENDER_AHEAD = 8;
+
 interface DomainQueue {
   jobs: Job[];
   lanes: number;
@@ -101,6 +110,12 @@ export class DeliveryWorker {
       if (jobs.length) await this.release(jobs);
     }
     await Promise.allSettled([...this.lanes]);
+    // Lanes that ended hand back what they had taken but not sent (rendered ahead, or waiting
+    // behind a connection that died): release those too, so no message waits for its lease.
+    for (const q of this.queues.values()) {
+      const jobs = q.jobs.splice(0);
+      if (jobs.length) await this.release(jobs);
+    }
     await this.flush();
     await this.o.renderer.close();
   }
@@ -256,24 +271,40 @@ export class DeliveryWorker {
   /** One SMTP session draining a domain queue. */
   private async lane(q: DomainQueue, route: Route): Promise<void> {
     const startedAt = new Date().toISOString();
-    const conn = await connectRoute(route, {
-      ehloName: this.o.ehloName,
-      ...(this.o.timeouts ? { timeouts: this.o.timeouts } : {}),
-    });
+    // RENDER_AHEAD messages are rendered ahead (on the render threads), and up to two wait in the
+    // session behind the one on the wire, so the next envelope can always leave with the current
+    // data (RFC 2920 pipelining: one round trip per message) and no session waits for a signature.
+    const max = route.limits.maxMessagesPerConnection;
+    const ahead: Taken[] = [];
+    const inSession: Promise<void>[] = [];
+    let taken = 0;
+    const refill = async () => {
+      while (ahead.length < RENDER_AHEAD && taken < max) {
+        const t = await this.takeJob(q);
+        if (!t) return;
+        ahead.push(t);
+        taken++;
+      }
+    };
+    // Rendering starts while the connection is made: servers pause before their greeting on
+    // purpose (smtp-server 100 ms, Postfix's postscreen seconds) to catch clients that talk early.
+    const [conn] = await Promise.all([
+      connectRoute(route, { ehloName: this.o.ehloName, ...(this.o.timeouts ? { timeouts: this.o.timeouts } : {}) }),
+      refill(),
+    ]);
     if (!conn.ok) {
       // Nobody answers: every waiting message of this domain is deferred with that failure.
       const attempt = attemptRecord(startedAt, conn.failure, conn.host, conn.address);
+      for (const t of ahead.splice(0)) if (await t.rendered) this.defer(t.job, attempt, conn.failure.response);
       for (const job of q.jobs.splice(0)) this.defer(job, attempt, conn.failure.response);
       return;
     }
     const { session, host, address } = conn.opened;
-    // One message is rendered ahead (on a render thread) while the current one is on the wire,
-    // so the session never waits for a signature.
-    let next = await this.takeJob(q);
     try {
-      for (let sent = 0; next && sent < route.limits.maxMessagesPerConnection && session.alive; sent++) {
-        const current = next;
-        next = sent + 1 < route.limits.maxMessagesPerConnection ? await this.takeJob(q) : null;
+      for (;;) {
+        await refill();
+        if (ahead.length === 0 || !session.alive) break;
+        const current = ahead.shift() as Taken;
         const rendered = await current.rendered;
         if (!rendered) continue;
         // Checked again here: rendering and the previous send may have taken the margin.
@@ -281,18 +312,20 @@ export class DeliveryWorker {
           await this.release([current.job]);
           continue;
         }
-        await this.sendOne(current.job, rendered, session, host, address);
+        inSession.push(this.sendOne(q, current.job, rendered, session, host, address));
+        if (inSession.length >= 3) await inSession.shift();
       }
     } finally {
+      await Promise.all(inSession);
       // Taken but not sent (the session ended): back to the queue for another lane, unless it
       // could not be built (then it is already recorded as failed).
-      if (next && (await next.rendered)) q.jobs.unshift(next.job);
+      for (const t of ahead.reverse()) if (await t.rendered) q.jobs.unshift(t.job);
       await session.close();
     }
   }
 
   /** The next job worth sending, with its rendering started; jobs near their lease end are released. */
-  private async takeJob(q: DomainQueue): Promise<{ job: Job; rendered: Promise<RenderedMessage | null> } | null> {
+  private async takeJob(q: DomainQueue): Promise<Taken | null> {
     for (;;) {
       const job = q.jobs.shift();
       if (!job) return null;
@@ -338,6 +371,7 @@ export class DeliveryWorker {
   }
 
   private async sendOne(
+    q: DomainQueue,
     job: Job,
     rendered: RenderedMessage,
     session: import('./smtp-client.ts').SmtpSession,
@@ -350,6 +384,11 @@ export class DeliveryWorker {
       recipients: [job.msg.recipient],
       raw: rendered.raw,
     });
+    if (!result.ok && result.notSent) {
+      // The connection ended before this message's data: not an attempt, another lane takes it.
+      q.jobs.unshift(job);
+      return;
+    }
     const attempt = attemptRecord(startedAt, result, host, address);
     const ctx = { msg: job.msg, mailType: job.tx.mailType, tags: job.tx.tags };
     if (result.ok) {
