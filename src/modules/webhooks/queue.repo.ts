@@ -4,7 +4,6 @@ import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import type { EventsTable, WebhookQueueTable } from '../../db/schema.ts';
 import { newId } from '../../lib/ids.ts';
-import { eventJson } from '../events/events.repo.ts';
 import { runSql, SQL } from './queue.sql.ts';
 
 /**
@@ -34,8 +33,8 @@ export interface Route {
 }
 export type Router = (tenantId: string, type: string) => readonly Route[];
 
-/** What fan-out reads of an event: routing columns and its JSON (on PostgreSQL: the whole row, body null). */
-type RoutedEvent = Pick<EventsTable, 'id' | 'tenant_id' | 'type' | 'created_at'> & { body: string | null };
+/** What fan-out reads of an event: routing columns and its JSON. */
+type RoutedEvent = Pick<EventsTable, 'id' | 'tenant_id' | 'type' | 'created_at'> & { body: string };
 
 /**
  * Claims up to `limit` outbox rows of events created before `createdBefore` and turns them into
@@ -80,7 +79,7 @@ export async function fanOut(
       if (routes.length)
         routed.push({
           id: ev.id,
-          body: ev.body ?? eventJson(ev as unknown as EventsTable),
+          body: ev.body,
           webhookIds: routes.map((w) => w.id),
         });
       for (const w of routes) {
