@@ -5,16 +5,8 @@ import { isoAt } from '../../lib/clock.ts';
 import { parseMailbox } from '../../lib/email.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import type { StoredContent } from '../transmissions/transmissions.validate.ts';
-import { nextAttemptAt } from './bounce-rules.ts';
-import {
-  attemptRecord,
-  classifyFailure,
-  connectRoute,
-  type Route,
-  type RoutingOptions,
-  routeFor,
-  SiteSlots,
-} from './destination.ts';
+import { deferral, type OutcomeContext, outcomeOf, routeFailureOutcome } from './attempt-outcome.ts';
+import { attemptRecord, connectRoute, type Route, type RoutingOptions, routeFor, SiteSlots } from './destination.ts';
 import type { Outcome } from './outcomes.ts';
 import { claimDueMessages, loadTransmission } from './queue.repo.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
@@ -42,6 +34,13 @@ export interface DeliveryWorkerOptions {
   /** Where messages are built and signed (a thread pool by default); closed by stop(). */
   renderer?: Renderer;
 }
+
+const contextOf = (job: Job): OutcomeContext => ({
+  msg: job.msg,
+  mailType: job.tx.mailType,
+  tags: job.tx.tags,
+  createdAtMs: job.tx.createdAtMs,
+});
 
 interface Job {
   msg: MessagesTable;
@@ -234,38 +233,7 @@ export class DeliveryWorker {
   }
 
   private routeFailure(job: Job, r: { permanent: boolean; reason: string; enhancedCode: string }) {
-    const attempt = {
-      startedAt: new Date().toISOString(),
-      finishedAt: new Date().toISOString(),
-      mxHost: null,
-      address: null,
-      tls: false,
-      smtpCode: null,
-      enhancedCode: r.permanent ? r.enhancedCode : null,
-      response: r.reason,
-      transcript: [`DNS: ${r.reason}`],
-    };
-    if (r.permanent) {
-      const res = {
-        ok: false as const,
-        permanent: true,
-        code: 550,
-        enhancedCode: r.enhancedCode,
-        response: r.reason,
-        tls: false,
-        transcript: [],
-        stage: 'connect' as const,
-      };
-      this.complete({
-        msg: job.msg,
-        mailType: job.tx.mailType,
-        tags: job.tx.tags,
-        kind: 'bounced',
-        attempt,
-        bounce: classifyFailure(res).bounce,
-        diagnostic: r.reason,
-      });
-    } else this.defer(job, attempt, r.reason);
+    this.complete(routeFailureOutcome(contextOf(job), r, Date.now()));
   }
 
   /** One SMTP session draining a domain queue. */
@@ -389,23 +357,11 @@ export class DeliveryWorker {
       q.jobs.unshift(job);
       return;
     }
-    const attempt = attemptRecord(startedAt, result, host, address);
-    const ctx = { msg: job.msg, mailType: job.tx.mailType, tags: job.tx.tags };
-    if (result.ok) {
-      this.complete({ ...ctx, kind: 'delivered', attempt });
-      return;
-    }
-    const c = classifyFailure(result);
-    if (c.transient) this.defer(job, attempt, result.response);
-    else this.complete({ ...ctx, kind: 'bounced', attempt, bounce: c.bounce, diagnostic: result.response });
+    this.complete(outcomeOf(contextOf(job), result, attemptRecord(startedAt, result, host, address), Date.now()));
   }
 
   private defer(job: Job, attempt: Outcome['attempt'], diagnostic: string) {
-    const ctx = { msg: job.msg, mailType: job.tx.mailType, tags: job.tx.tags };
-    const at = nextAttemptAt(job.msg.attempt_count + 1, job.tx.createdAtMs, Date.now());
-    if (at === null)
-      this.complete({ ...ctx, kind: 'failed', attempt, reason: `retries exhausted after 72 h: ${diagnostic}` });
-    else this.complete({ ...ctx, kind: 'deferred', attempt, nextAttemptAtMs: at, diagnostic });
+    this.complete(deferral(contextOf(job), attempt, diagnostic, Date.now()));
   }
 
   /** Puts claimed-but-unsent messages back so any worker can take them at once. */
