@@ -108,7 +108,7 @@ export class WebhookDispatcher {
       perWebhookConcurrency: 16,
       batchConcurrency: 4,
       globalConcurrency: 512,
-      fanoutBatch: Number(process.env.XFB ?? 1000),
+      fanoutBatch: 1000,
       fanoutIntervalMs: 100,
       idlePollMs: 1000,
       flushIntervalMs: 50,
