@@ -76,6 +76,7 @@ export class WebhookSender {
   readonly agent: Agent;
   private readonly timeoutMs: number;
   private readonly deadlines = new Deadlines();
+  private readonly targets = new Map<string, { origin: string; path: string } | { error: string }>();
 
   constructor(private readonly opts: SenderOptions) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
@@ -115,19 +116,14 @@ export class WebhookSender {
       ...r,
       durationMs: Math.round(performance.now() - started),
     });
-    const syntax = checkUrlSyntax(req.url);
-    if (!syntax.ok || !syntax.url) return done({ error: syntax.message ?? 'invalid url' });
-    // A literal forbidden IP is refused before any packet is sent (no port-scan oracle).
-    const host = syntax.url.hostname.replace(/^\[|\]$/g, '');
-    if (!this.opts.allowPrivate && isIP(host) && isForbiddenAddress(host)) {
-      return done({ error: `refused: ${host} is a private, loopback, link-local or reserved address` });
-    }
+    const target = this.target(req.url);
+    if ('error' in target) return done({ error: target.error });
     const timestamp = Math.floor(Date.now() / 1000);
     const signal = this.deadlines.start(this.timeoutMs);
     try {
       const res = await this.agent.request({
-        origin: syntax.url.origin,
-        path: `${syntax.url.pathname}${syntax.url.search}`,
+        origin: target.origin,
+        path: target.path,
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -156,6 +152,29 @@ export class WebhookSender {
     } finally {
       this.deadlines.end(signal);
     }
+  }
+
+  /**
+   * The URL checks that need no DNS (syntax; a literal forbidden IP is refused before any packet
+   * is sent: no port-scan oracle), kept per URL: every POST to a webhook repeats them otherwise.
+   * The address actually connected to is still checked on every connection (the connector).
+   */
+  private target(url: string): { origin: string; path: string } | { error: string } {
+    let t = this.targets.get(url);
+    if (!t) {
+      const syntax = checkUrlSyntax(url);
+      if (!syntax.ok || !syntax.url) t = { error: syntax.message ?? 'invalid url' };
+      else {
+        const host = syntax.url.hostname.replace(/^\[|\]$/g, '');
+        t =
+          !this.opts.allowPrivate && isIP(host) && isForbiddenAddress(host)
+            ? { error: `refused: ${host} is a private, loopback, link-local or reserved address` }
+            : { origin: syntax.url.origin, path: `${syntax.url.pathname}${syntax.url.search}` };
+      }
+      if (this.targets.size >= 10_000) this.targets.clear();
+      this.targets.set(url, t);
+    }
+    return t;
   }
 
   async close(): Promise<void> {
