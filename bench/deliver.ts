@@ -173,7 +173,9 @@ async function main() {
   const rows: Awaited<ReturnType<typeof postyard>>[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-deliver-'));
   try {
-    rows.push(await postyard('sqlite', { POSTYARD_DATA_DIR: dir }, sink.port, dnsServer.address));
+    // BENCH_SKIP_SQLITE=1 measures PostgreSQL only.
+    if (!process.env.BENCH_SKIP_SQLITE)
+      rows.push(await postyard('sqlite', { POSTYARD_DATA_DIR: dir }, sink.port, dnsServer.address));
     if (PG_URL) {
       const s = await freshPgSchema(PG_URL);
       try {

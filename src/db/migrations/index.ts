@@ -3,6 +3,7 @@ import * as m001 from './001_foundation.ts';
 import * as m002 from './002_sending_domains.ts';
 import * as m003 from './003_webhooks.ts';
 import * as m004 from './004_dashboard.ts';
+import * as m005 from './005_claimable_index.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '002_sending_domains': m002,
   '003_webhooks': m003,
   '004_dashboard': m004,
+  '005_claimable_index': m005,
 };

@@ -125,37 +125,39 @@ function withoutNul(o: Outcome): Outcome {
   return out;
 }
 
-/** Outcomes per UPDATE statement: 5 bound values each, well under both databases' limits. */
+/** Outcomes per UPDATE statement on SQLite: 5 bound values each, well under its limit. */
 const UPDATE_CHUNK = 500;
-const updateSqlCache = new Map<string, string>();
+const sqliteUpdateSql = new Map<number, string>();
 
-/**
- * One UPDATE for a whole chunk of outcomes (`UPDATE ... FROM (VALUES ...) RETURNING id`) instead
- * of one statement per message: on PostgreSQL each statement is a round trip inside the
- * transaction, and on both backends building a statement per message through Kysely cost more
- * CPU than running it. The text is cached per (dialect, row count); values are always bound.
- * VALUES columns are column1..column5 on both databases.
+/*
+ * One UPDATE for a whole batch of outcomes instead of one statement per message: on PostgreSQL
+ * each statement is a round trip inside the transaction, and on both backends building a
+ * statement per message through Kysely cost more CPU than running it. Values are always bound.
+ *
+ * Ownership is `locked_by = <this worker>` alone: claims set it together with state 'sending'
+ * and every other write clears it, so it implies 'sending' under our lease. Leaving the state out
+ * matters on PostgreSQL: with it, stale statistics (a queue's state counts change by thousands a
+ * second) led the planner to walk every 'sending' row for each outcome (nested loop over
+ * messages_due); without it the plan is one primary-key lookup per outcome.
  */
-function updateSql(pg: boolean, rows: number): string {
-  const key = `${pg ? 'p' : 's'}|${rows}`;
-  let text = updateSqlCache.get(key);
+const PG_UPDATE =
+  'update messages set state = v.state, attempt_count = v.attempt_count, next_attempt_at = v.next_attempt_at, ' +
+  'locked_until = null, locked_by = null, last_response = v.last_response, updated_at = $1 ' +
+  'from unnest($3::text[], $4::text[], $5::integer[], $6::text[], $7::text[]) ' +
+  'as v(id, state, attempt_count, next_attempt_at, last_response) ' +
+  'where messages.id = v.id and messages.locked_by = $2 returning messages.id';
+
+/** SQLite: VALUES columns are column1..column5; binding is positional in text order. */
+function sqliteUpdate(rows: number): string {
+  let text = sqliteUpdateSql.get(rows);
   if (!text) {
-    let n = 2;
-    const p = () => (pg ? `$${++n}` : '?');
-    const tuples = Array.from(
-      { length: rows },
-      () => `(${p()}, ${p()}, ${pg ? `${p()}::integer` : p()}, ${p()}, ${p()})`,
-    ).join(', ');
-    const [now, worker] = pg ? ['$1', '$2'] : ['?', '?'];
-    // SQLite binds positionally in text order: updated_at (SET) comes before the VALUES and
-    // locked_by (WHERE) after them, which is how params are laid out below.
+    const tuples = Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ');
     text =
-      `update messages set state = v.column2, attempt_count = v.column3, next_attempt_at = v.column4, ` +
-      `locked_until = null, locked_by = null, last_response = v.column5, updated_at = ${now} ` +
-      `from (values ${tuples}) as v where messages.id = v.column1 and messages.state = 'sending' ` +
-      `and messages.locked_by = ${worker} returning messages.id`;
-    if (updateSqlCache.size > 1000) updateSqlCache.clear();
-    updateSqlCache.set(key, text);
+      'update messages set state = v.column2, attempt_count = v.column3, next_attempt_at = v.column4, ' +
+      'locked_until = null, locked_by = null, last_response = v.column5, updated_at = ? ' +
+      `from (values ${tuples}) as v where messages.id = v.column1 and messages.locked_by = ? returning messages.id`;
+    if (sqliteUpdateSql.size > 600) sqliteUpdateSql.clear();
+    sqliteUpdateSql.set(rows, text);
   }
   return text;
 }
@@ -171,21 +173,26 @@ async function updateStates(
   const written = new Set<string>();
   // Sorted by id, so concurrent batches on PostgreSQL lock rows in one order (no deadlocks).
   const sorted = [...outcomes].sort((a, b) => (a.msg.id < b.msg.id ? -1 : a.msg.id > b.msg.id ? 1 : 0));
+  const row = (o: Outcome) =>
+    [
+      o.msg.id,
+      STATE[o.kind],
+      attemptNoOf(o),
+      o.kind === 'deferred' ? isoAt(o.nextAttemptAtMs) : o.msg.next_attempt_at,
+      o.attempt?.response ?? (o.kind === 'failed' ? o.reason : o.kind === 'delivered' ? 'sandbox' : null),
+    ] as const;
+  if (pg) {
+    const rows = sorted.map(row);
+    const columns = [0, 1, 2, 3, 4].map((c) => rows.map((r) => r[c]));
+    const res = await trx.executeQuery<{ id: string }>(CompiledQuery.raw(PG_UPDATE, [now, workerId, ...columns]));
+    for (const r of res.rows) written.add(r.id);
+    return written;
+  }
   for (let i = 0; i < sorted.length; i += UPDATE_CHUNK) {
     const part = sorted.slice(i, i + UPDATE_CHUNK);
-    const values: unknown[] = [];
-    for (const o of part) {
-      values.push(
-        o.msg.id,
-        STATE[o.kind],
-        attemptNoOf(o),
-        o.kind === 'deferred' ? isoAt(o.nextAttemptAtMs) : o.msg.next_attempt_at,
-        o.attempt?.response ?? (o.kind === 'failed' ? o.reason : o.kind === 'delivered' ? 'sandbox' : null),
-      );
-    }
-    const params = pg ? [now, workerId, ...values] : [now, ...values, workerId];
-    const res = await trx.executeQuery<{ id: string }>(CompiledQuery.raw(updateSql(pg, part.length), params));
-    for (const row of res.rows) written.add(row.id);
+    const params = [now, ...part.flatMap(row), workerId];
+    const res = await trx.executeQuery<{ id: string }>(CompiledQuery.raw(sqliteUpdate(part.length), params));
+    for (const r of res.rows) written.add(r.id);
   }
   return written;
 }

@@ -1,3 +1,4 @@
+import { CompiledQuery } from 'kysely';
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { MessagesTable } from '../../db/schema.ts';
@@ -12,6 +13,7 @@ const CLAIMABLE = ['queued', 'deferred', 'sending'];
  * (state, next_attempt_at) finds both due work and work whose worker died: a crashed worker's
  * messages come back when the lease expires, never lost.
  * PostgreSQL: FOR UPDATE SKIP LOCKED lets many workers claim disjoint batches.
+ * The claim reads the partial index messages_claimable in due order (migration 005).
  * SQLite: the UPDATE ... RETURNING statement is atomic under the single writer lock.
  */
 export async function claimDueMessages(
@@ -23,22 +25,26 @@ export async function claimDueMessages(
 ): Promise<MessagesTable[]> {
   const now = isoAt(nowMs);
   const until = isoAt(nowMs + leaseMs);
-  const db = database.db;
-  let due = db
-    .selectFrom('messages')
-    .select('id')
-    .where('state', 'in', CLAIMABLE)
-    .where('next_attempt_at', '<=', now)
-    .orderBy('next_attempt_at')
-    .limit(limit);
-  if (database.dialect === 'postgres') due = due.forUpdate().skipLocked();
-  return db
-    .updateTable('messages')
-    .set({ state: 'sending', locked_until: until, locked_by: workerId, next_attempt_at: until, updated_at: now })
-    .where('id', 'in', due)
-    .returningAll()
-    .execute();
+  const pg = database.dialect === 'postgres';
+  // Raw text: the states must be literals for the planners to use messages_claimable (migration
+  // 005); a bound list would make them sort every due row on each claim.
+  const params = pg ? [until, workerId, now, limit] : [until, workerId, until, now, now, limit];
+  const res = await database.db.executeQuery<MessagesTable>(CompiledQuery.raw(pg ? CLAIM_PG : CLAIM_SQLITE, params));
+  return res.rows;
 }
+
+const CLAIMABLE_SQL = `state in ('queued', 'deferred', 'sending')`;
+const CLAIM_PG =
+  `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
+  // = any(array(...)): the due ids are picked first (an InitPlan), then fetched by primary key;
+  // `in (select ...)` let the planner hash-join against a scan of the whole table.
+  `where id = any(array(select id from messages where ${CLAIMABLE_SQL} and next_attempt_at <= $3 ` +
+  'order by next_attempt_at limit $4 for update skip locked)) returning *';
+const CLAIM_SQLITE =
+  `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
+  // INDEXED BY: without statistics SQLite prefers messages_due and sorts every due row.
+  `where id in (select id from messages indexed by messages_claimable where ${CLAIMABLE_SQL} ` +
+  'and next_attempt_at <= ? order by next_attempt_at limit ?) returning *';
 
 /** Earliest next_attempt_at among claimable messages (to sleep until then), or null. */
 export async function nextDueAt(db: Executor): Promise<string | null> {
