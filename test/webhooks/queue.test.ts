@@ -56,6 +56,14 @@ describe('fan-out', () => {
     expect(eventJson(loaded!)).toBe(out.routed[0]!.body);
     expect(await db().selectFrom('webhook_outbox').selectAll().execute()).toEqual([]);
   });
+
+  it('splices the stored JSON columns as they are: a malformed one cannot stop fan-out', async () => {
+    const [row] = await emit(ctx, [newEvent(t.tenantId)]);
+    await db().updateTable('events').set({ metadata: '{not json' }).where('id', '=', row!.id).execute();
+    const out = await fanOutTo('0193a4f0-0000-7000-8000-00000000dddd');
+    expect(out.claimed).toBe(1);
+    expect(out.routed[0]!.body).toBe(eventJson({ ...row!, metadata: '{not json' }));
+  });
 });
 
 describe('claims and leases', () => {

@@ -29,7 +29,13 @@ export async function runSql<R>(db: Executor, pg: boolean, q: DialectSql, params
   return res.rows as R[];
 }
 
-/** A text column as a JSON value (PostgreSQL escapes as JSON.stringify does), null as null. */
+/**
+ * A text column as a JSON value, null as null; both escape as JSON.stringify does. The stored
+ * JSON columns (tags, metadata, data) are spliced in as they are, as eventJson() does: never
+ * parsed, so a malformed one cannot stop fan-out.
+ */
+const sqliteJson = (col: string) => `json_quote("${col}")`;
+/** PostgreSQL: to_json of text, null as null. */
 const pgJson = (col: string) => `coalesce(to_json("${col}")::text, 'null')`;
 
 /** A one-row CTE that sets synchronous_commit = off for the statement's transaction (see claimOldest). */
@@ -48,10 +54,12 @@ export const SQL = {
    */
   eventsToRoute: {
     sqlite:
-      'select "id", "tenant_id", "type", "created_at", json_object(\'id\', "id", \'type\', "type", \'created_at\', "created_at", ' +
-      '\'tenant_id\', "tenant_id", \'transmission_id\', "transmission_id", \'message_id\', "message_id", ' +
-      '\'recipient\', "recipient", \'mail_type\', "mail_type", \'tags\', json("tags"), \'metadata\', json("metadata"), ' +
-      '\'data\', json("data")) as "body" from "events" where "id" in (select value from json_each(?))',
+      `select "id", "tenant_id", "type", "created_at", '{"id":' || ${sqliteJson('id')} || ',"type":' || ${sqliteJson('type')} || ` +
+      `',"created_at":' || ${sqliteJson('created_at')} || ',"tenant_id":' || ${sqliteJson('tenant_id')} || ` +
+      `',"transmission_id":' || ${sqliteJson('transmission_id')} || ',"message_id":' || ${sqliteJson('message_id')} || ` +
+      `',"recipient":' || ${sqliteJson('recipient')} || ',"mail_type":' || ${sqliteJson('mail_type')} || ` +
+      `',"tags":' || "tags" || ',"metadata":' || "metadata" || ',"data":' || "data" || '}' as "body" ` +
+      'from "events" where "id" in (select value from json_each(?))',
     pg:
       `select "id", "tenant_id", "type", "created_at", '{"id":' || ${pgJson('id')} || ',"type":' || ${pgJson('type')} || ` +
       `',"created_at":' || ${pgJson('created_at')} || ',"tenant_id":' || ${pgJson('tenant_id')} || ` +
