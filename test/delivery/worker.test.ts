@@ -214,6 +214,50 @@ describe('delivery worker', () => {
     ]);
   });
 
+  it('resends messages queued behind a dropped connection on a new one, without counting an attempt', async () => {
+    // One lane (five messages): the dropping recipient goes first, and the messages the session
+    // already held behind it (pipelined) must come back as not sent, not as failed attempts.
+    const res = await call(ctx.app, 'POST', '/v1/transmissions', {
+      key: t.apiKey,
+      body: {
+        recipients: ['drop-first@dest.test', 'b1@dest.test', 'b2@dest.test', 'b3@dest.test', 'b4@dest.test'].map(
+          (email) => ({ email }),
+        ),
+        content: { subject: 'Same for all', text: 'No substitutions: one MIME template for all five.' },
+      },
+    });
+    expect(res.statusCode).toBe(202);
+    const id = res.json().transmission_id as string;
+    const states = await settle(id, noneInFlight);
+    expect(states).toEqual({
+      'drop-first@dest.test': 'deferred',
+      'b1@dest.test': 'delivered',
+      'b2@dest.test': 'delivered',
+      'b3@dest.test': 'delivered',
+      'b4@dest.test': 'delivered',
+    });
+    const rows = await ctx.c.database.db
+      .selectFrom('messages')
+      .select(['recipient', 'attempt_count'])
+      .where('transmission_id', '=', id)
+      .execute();
+    for (const r of rows) expect(r.attempt_count, r.recipient).toBe(1);
+    const deferred = (await eventsOf(id)).filter((e) => e.type === 'message.deferred');
+    expect(deferred.map((e) => e.recipient)).toEqual(['drop-first@dest.test']);
+    // Each got its own To and Message-ID from the shared template, and a signature that verifies.
+    const resolver = new dns.promises.Resolver();
+    resolver.setServers([dnsServer.address]);
+    for (const rcpt of ['b1@dest.test', 'b4@dest.test']) {
+      const got = sink.messages.find((m) => m.rcptTo.includes(rcpt));
+      const parsed = await simpleParser(got?.raw as Buffer);
+      expect(parsed.to && 'text' in parsed.to ? parsed.to.text : '').toBe(rcpt);
+      const verdict = await dkimVerify(got?.raw as Buffer, {
+        resolver: (async (name: string) => resolver.resolveTxt(name)) as never,
+      });
+      expect(verdict.results[0]?.status.result).toBe('pass');
+    }
+  });
+
   it('fails a message whose retries would pass 72 h after acceptance', async () => {
     const id = await send(['defer3@dest.test'], { options: { start_time: new Date().toISOString() } });
     await ctx.c.database.db
