@@ -60,7 +60,8 @@ async function rawPool(port: number): Promise<number> {
   const transport = nodemailer.createTransport({
     pool: true,
     maxConnections: 5,
-    maxMessages: 100,
+    // As many messages per connection as Postyard's default for unknown sites (shaping.ts).
+    maxMessages: 1000,
     host: '127.0.0.1',
     port,
     secure: false,

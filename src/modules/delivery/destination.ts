@@ -42,7 +42,8 @@ export async function routeFor(domain: string, o: RoutingOptions): Promise<Route
       ok: true,
       route: {
         site: 'relay',
-        limits: { maxConnections: 10, maxMessagesPerConnection: 100 },
+        // A relay is the operator's own infrastructure: more connections, long reuse.
+        limits: { maxConnections: 10, maxMessagesPerConnection: 1000 },
         hosts: [{ host: o.relay.host, addresses: [], port: o.relay.port }],
         relay: o.relay,
       },
