@@ -32,7 +32,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-it('a failure gives back the claimed-ahead units; attempts are counted only for POSTs made', async () => {
+async function failOnceThenDeliver(perWebhookConcurrency: number) {
   const t = await createTenant(ctx);
   // The first POST fails; everything after it succeeds.
   rx = await startReceiver((r) => (r.n === 1 ? { status: 500, body: 'once' } : { status: 204 }));
@@ -47,6 +47,7 @@ it('a failure gives back the claimed-ahead units; attempts are counted only for 
     fanoutIntervalMs: 20,
     idlePollMs: 50,
     flushIntervalMs: 20,
+    perWebhookConcurrency,
   });
   const log = await eventually(async () => {
     const l = await deliveriesOf(ctx, t.apiKey, w.id);
@@ -65,4 +66,17 @@ it('a failure gives back the claimed-ahead units; attempts are counted only for 
   expect(
     await ctx.c.database.db.selectFrom('webhook_queue').select('id').where('webhook_id', '=', w.id).execute(),
   ).toEqual([]);
+  await dispatcher.stop();
+  dispatcher = undefined;
+  await rx.close();
+  rx = undefined;
+}
+
+it('a failure gives back the claimed-ahead units; attempts are counted only for POSTs made', async () => {
+  await failOnceThenDeliver(16);
+});
+
+it('a failure while a unit is partly in flight splits off its unsent events (no attempt counted)', async () => {
+  // 4 slots: the first unit (16 events) has 4 POSTs in flight and 12 waiting when the first fails.
+  await failOnceThenDeliver(4);
 });

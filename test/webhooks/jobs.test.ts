@@ -6,9 +6,11 @@ import {
   buildJobs,
   type ClaimedWork,
   delayFor,
+  finishUnit,
   jobBody,
   pickBatch,
   settleJob,
+  unsend,
   unstarted,
 } from '../../src/modules/webhooks/jobs.ts';
 import type { SendResult } from '../../src/modules/webhooks/sender.ts';
@@ -27,7 +29,13 @@ const ev = (id: string): EventsTable => ({
   data: '{"tls":true}',
 });
 const events = new Map(['e1', 'e2', 'e3', 'e4', 'e5'].map((id) => [id, eventJson(ev(id))]));
-const unit = (id: string, ids: string[], attempts = 0): ClaimedWork => ({ id, eventIds: ids, attempts });
+const unit = (id: string, ids: string[], attempts = 0): ClaimedWork => ({
+  id,
+  tenantId: 't',
+  oldestEventAt: '2026-11-22T10:00:00.000Z',
+  eventIds: ids,
+  attempts,
+});
 const ok: SendResult = { ok: true, statusCode: 200, durationMs: 3, error: null, retryAfterMs: null, gone: false };
 const fail: SendResult = {
   ok: false,
@@ -172,5 +180,59 @@ describe('pickBatch', () => {
     expect(pickBatch(due, cfg, 40, 5000)).toEqual({ ids: ['a', 'b'] });
     expect(pickBatch(due, cfg, 10, 5000)).toEqual({ ids: ['a'] });
     expect(pickBatch(due, cfg, 40, 6000)).toEqual({ ids: ['a', 'b', 'c'] });
+  });
+});
+
+describe('unsend and finishUnit', () => {
+  const three = () => buildJobs([unit('u', ['e1', 'e2', 'e3'], 1)], events, 'single', 1).jobs;
+
+  it('a failure part-way: the failed event keeps the unit for its retry, the unsent ones split off', () => {
+    const jobs = three();
+    expect(unsend(jobs.slice(1))).toEqual([]); // e1 still in flight
+    const w = settleJob(jobs[0]!, fail, ctx).find((x) => x.unit)!;
+    expect(w.unit).toEqual({
+      id: 'u',
+      retry: { eventIds: ['e1'], attempts: 2, nextAt: new Date(1_002_000).toISOString() },
+      split: {
+        eventIds: ['e2', 'e3'],
+        attempts: 1,
+        nextAt: new Date(1_000_000).toISOString(),
+        tenantId: 't',
+        oldestEventAt: '2026-11-22T10:00:00.000Z',
+      },
+    });
+  });
+
+  it('delivered and unsent: the unit keeps the unsent events, due at once, attempts unchanged', () => {
+    const jobs = three();
+    unsend(jobs.slice(1));
+    const w = settleJob(jobs[0]!, ok, ctx).find((x) => x.unit)!;
+    expect(w.unit).toEqual({
+      id: 'u',
+      retry: { eventIds: ['e2', 'e3'], attempts: 1, nextAt: new Date(1_000_000).toISOString() },
+    });
+  });
+
+  it('nothing sent: unsend finishes the unit as a plain release; gone drops what is unsent', () => {
+    const jobs = three();
+    const [u] = unsend(jobs);
+    expect(finishUnit('w', u!, policy, 1_000_000).unit).toEqual({
+      id: 'u',
+      retry: { eventIds: ['e1', 'e2', 'e3'], attempts: 1, nextAt: new Date(1_000_000).toISOString() },
+    });
+    const again = three();
+    unsend(again.slice(1));
+    const gone = settleJob(again[0]!, { ...fail, statusCode: 410, gone: true }, ctx).find((x) => x.unit)!;
+    expect(gone.unit).toEqual({ id: 'u', retry: null });
+  });
+
+  it('the last retry failing still hands the unsent events back with their own attempts', () => {
+    const jobs = buildJobs([unit('u', ['e1', 'e2'], 2)], events, 'single', 1).jobs; // policy allows 2 retries
+    unsend(jobs.slice(1));
+    const w = settleJob(jobs[0]!, fail, ctx).find((x) => x.unit)!;
+    expect(w.unit).toEqual({
+      id: 'u',
+      retry: { eventIds: ['e2'], attempts: 2, nextAt: new Date(1_000_000).toISOString() },
+    });
   });
 });

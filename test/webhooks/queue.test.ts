@@ -6,7 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/lib/clock.ts';
 import { eventJson } from '../../src/modules/events/events.repo.ts';
-import { claimUnits, fanOut, loadEvents, releaseClaims, releaseUnits } from '../../src/modules/webhooks/queue.repo.ts';
+import {
+  claimUnits,
+  fanOut,
+  loadEvents,
+  releaseClaims,
+  releaseUnits,
+  SINGLE_UNIT_EVENTS,
+} from '../../src/modules/webhooks/queue.repo.ts';
 import { createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { emit, newEvent } from './helpers.ts';
 
@@ -26,15 +33,9 @@ const db = () => ctx.c.database.db;
 const rowsOf = (webhookId: string) =>
   db().selectFrom('webhook_queue').selectAll().where('webhook_id', '=', webhookId).orderBy('id').execute();
 
-/** Fans out the whole outbox to webhook `id` alone (single policy). */
-async function fanOutTo(id: string, now = Date.now()) {
-  return fanOut(
-    ctx.c.database,
-    1000,
-    () => [{ id, policy: 'single', batchMaxSize: 100 }],
-    isoAt(now),
-    isoAt(now + 1000),
-  );
+/** Fans out the whole outbox to webhook `id` alone; by default one event per unit. */
+async function fanOutTo(id: string, now = Date.now(), policy: 'single' | 'batch' = 'batch', batchMaxSize = 1) {
+  return fanOut(ctx.c.database, 1000, () => [{ id, policy, batchMaxSize }], isoAt(now), isoAt(now + 1000));
 }
 
 describe('fan-out', () => {
@@ -55,6 +56,16 @@ describe('fan-out', () => {
     const [loaded] = await loadEvents(ctx.c.database, [row!.id]);
     expect(eventJson(loaded!)).toBe(out.routed[0]!.body);
     expect(await db().selectFrom('webhook_outbox').selectAll().execute()).toEqual([]);
+  });
+
+  it('single policy: units of up to SINGLE_UNIT_EVENTS events (still one POST each)', async () => {
+    const w = '0193a4f0-0000-7000-8000-00000000eeee';
+    await emit(
+      ctx,
+      Array.from({ length: SINGLE_UNIT_EVENTS + 3 }, () => newEvent(t.tenantId)),
+    );
+    await fanOutTo(w, Date.now(), 'single', 100);
+    expect((await rowsOf(w)).map((r) => r.event_count).sort((a, b) => a - b)).toEqual([3, SINGLE_UNIT_EVENTS]);
   });
 
   it('splices the stored JSON columns as they are: a malformed one cannot stop fan-out', async () => {

@@ -1,6 +1,7 @@
 import { insertMany } from '../../db/batch.ts';
 import type { Database } from '../../db/index.ts';
-import type { WebhookDeliveriesTable } from '../../db/schema.ts';
+import type { WebhookDeliveriesTable, WebhookQueueTable } from '../../db/schema.ts';
+import { newId } from '../../lib/ids.ts';
 import { relaxed } from './queue.repo.ts';
 import { runSql, SQL } from './queue.sql.ts';
 import { disableWebhook } from './webhooks.repo.ts';
@@ -8,8 +9,15 @@ import { disableWebhook } from './webhooks.repo.ts';
 /** The database effect of one finished unit, or of one POST on a webhook's failure tracking. */
 export interface CompletionWrite {
   webhookId: string;
-  /** A finished unit: removed (delivered, given up, gone) or kept for another attempt. */
-  unit?: { id: string; retry: { eventIds: string[]; attempts: number; nextAt: string } | null };
+  /**
+   * A finished unit: removed (delivered, given up, gone) or kept for another attempt (`retry`),
+   * and events handed back unsent while others of it failed, split off into a new unit.
+   */
+  unit?: {
+    id: string;
+    retry: { eventIds: string[]; attempts: number; nextAt: string } | null;
+    split?: { eventIds: string[]; attempts: number; nextAt: string; tenantId: string; oldestEventAt: string };
+  };
   /** Attempt log entry of a POST. */
   log?: WebhookDeliveriesTable;
   /** Outcome of a POST for failure tracking; absent for unit-only writes. */
@@ -47,6 +55,7 @@ export async function applyCompletions(
     await relaxed(trx, database);
     for (const [webhookId, ids] of removals) await runSql(trx, pg, SQL.deleteUnits, [webhookId, ids]);
     const byWebhook = new Map<string, { lastOk: boolean; failSince: string | null; at: string; gone: boolean }>();
+    const splits: WebhookQueueTable[] = [];
     for (const w of writes) {
       const retry = w.unit?.retry;
       if (w.unit && retry) {
@@ -64,12 +73,28 @@ export async function applyCompletions(
           .where('id', '=', w.unit.id)
           .execute();
       }
+      const split = w.unit?.split;
+      if (split)
+        splits.push({
+          webhook_id: w.webhookId,
+          id: newId(),
+          tenant_id: split.tenantId,
+          event_ids: JSON.stringify(split.eventIds),
+          event_count: split.eventIds.length,
+          oldest_event_at: split.oldestEventAt,
+          attempts: split.attempts,
+          next_attempt_at: split.nextAt,
+          locked_until: null,
+          locked_by: null,
+          created_at: w.at,
+        });
       if (w.ok === undefined) continue;
       const s = byWebhook.get(w.webhookId) ?? { lastOk: w.ok, failSince: null, at: w.at, gone: false };
       if (w.ok) Object.assign(s, { lastOk: true, failSince: null, at: w.at });
       else Object.assign(s, { lastOk: false, failSince: s.failSince ?? w.at, at: w.at, gone: s.gone || !!w.gone });
       byWebhook.set(w.webhookId, s);
     }
+    await insertMany(trx, 'webhook_queue', splits);
     await insertMany(
       trx,
       'webhook_deliveries',

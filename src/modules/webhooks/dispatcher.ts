@@ -15,9 +15,18 @@ import {
   RETRY_SCHEDULE_MS,
   type RetryPolicy,
   settleJob,
+  unsend,
   unstarted,
 } from './jobs.ts';
-import { type ClaimedUnit, claimUnits, loadEvents, peekDue, releaseClaims, releaseUnits } from './queue.repo.ts';
+import {
+  type ClaimedUnit,
+  claimUnits,
+  loadEvents,
+  peekDue,
+  releaseClaims,
+  releaseUnits,
+  SINGLE_UNIT_EVENTS,
+} from './queue.repo.ts';
 import type { RegistrySnapshot, WebhookConfig, WebhookRegistry } from './registry.ts';
 import type { WebhookSender } from './sender.ts';
 
@@ -291,7 +300,8 @@ export class WebhookDispatcher {
     } else {
       const room = this.claimTarget(lane) - lane.inflight - lane.ready.length;
       if (room <= 0 || this.globalInflight >= this.o.globalConcurrency) return;
-      claimed = await claimUnits(this.database, cfg.id, { limit: room }, lease);
+      // Units hold up to SINGLE_UNIT_EVENTS events (fewer after a retry or a split).
+      claimed = await claimUnits(this.database, cfg.id, { limit: Math.ceil(room / SINGLE_UNIT_EVENTS) }, lease);
     }
     if (claimed.length === 0) {
       lane.nextPollAt = now + this.o.idlePollMs;
@@ -300,6 +310,8 @@ export class WebhookDispatcher {
     lane.nextPollAt = 0; // more may be due: look again as soon as there is room
     const work: ClaimedWork[] = claimed.map((u) => ({
       id: u.id,
+      tenantId: u.tenant_id,
+      oldestEventAt: u.oldest_event_at,
       attempts: u.attempts,
       eventIds: JSON.parse(u.event_ids) as string[],
     }));
@@ -311,9 +323,11 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Gives back claimed units of `jobs` that nothing was sent of (the lane is failing or paused,
-   * or their lease is running out): due again at once, for this or another node, with no attempt
-   * counted. Returns the jobs that must stay (part of their unit is in flight).
+   * Hands back `jobs` (claimed, not started) when the lane stops sending them (it is failing or
+   * paused, or their lease is running out): units nothing was sent of are released at once; the
+   * unstarted events of units partly in flight go back with the unit's outcome. Either way they
+   * are due again at once, for this or another node, with no attempt counted. Returns what must
+   * stay in the ready queue (nothing).
    */
   private releaseReady(lane: Lane, jobs: Job[]): Job[] {
     const { release, keep } = unstarted(jobs);
@@ -326,7 +340,11 @@ export class WebhookDispatcher {
         isoAt(Date.now()),
       ).catch((err) => this.logger.warn({ err, webhook: lane.cfg.id }, 'webhook units not released; their lease will'));
     }
-    return keep;
+    // Units partly in flight: their unstarted events go back unsent, written with the unit's
+    // outcome (split off when others of it failed), so nothing waits on a stopped lane.
+    const now = Date.now();
+    for (const unit of unsend(keep)) this.outcomes.record([finishUnit(lane.cfg.id, unit, this.retry, now)]);
+    return [];
   }
 
   /** Event JSON for claimed work: from the fan-out cache, the rest read from the database. */

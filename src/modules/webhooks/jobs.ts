@@ -22,11 +22,17 @@ export interface RetryPolicy {
 
 export interface UnitState {
   id: string;
+  tenantId: string;
+  oldestEventAt: string;
   /** Attempts made before this claim. */
   attempts: number;
   /** Jobs carrying part of this unit that have not finished. */
   outstanding: number;
+  /** Some of its events were POSTed under this claim (an attempt counts). */
+  attempted: boolean;
   failed: string[];
+  /** Events handed back without being POSTed (the lane stopped sending: failure, lease). */
+  unsent: string[];
   gone: boolean;
   nextAt: number;
 }
@@ -43,6 +49,8 @@ export interface Job {
 /** A claimed unit with its event id list parsed. */
 export interface ClaimedWork {
   id: string;
+  tenantId: string;
+  oldestEventAt: string;
   /** Attempts made before this claim. */
   attempts: number;
   eventIds: string[];
@@ -70,7 +78,18 @@ export function buildJobs(
   const perJob = policy === 'batch' ? batchMaxSize : 1;
   let job: Job | null = null;
   for (const c of claimed) {
-    const unit: UnitState = { id: c.id, attempts: c.attempts, outstanding: 0, failed: [], gone: false, nextAt: 0 };
+    const unit: UnitState = {
+      id: c.id,
+      tenantId: c.tenantId,
+      oldestEventAt: c.oldestEventAt,
+      attempts: c.attempts,
+      outstanding: 0,
+      attempted: false,
+      failed: [],
+      unsent: [],
+      gone: false,
+      nextAt: 0,
+    };
     for (const id of c.eventIds) {
       const body = bodies.get(id);
       if (body === undefined) continue;
@@ -101,7 +120,12 @@ export function jobBody(job: Job, policy: 'single' | 'batch'): { msgId: string; 
   return { msgId: batchId, body: `{"batch_id":"${batchId}","events":[${job.bodies.join(',')}]}`, batchId };
 }
 
-/** The write that finishes a unit whose jobs have all ended. */
+/**
+ * The write that finishes a unit whose jobs have all ended: delivered events leave it; failed
+ * ones stay for the next attempt (one attempt more); events handed back unsent are due again at
+ * once with their attempts unchanged, in this unit, or in a new one split off when failed events
+ * keep this one for their retry.
+ */
 export function finishUnit(
   webhookId: string,
   unit: UnitState,
@@ -109,12 +133,31 @@ export function finishUnit(
   at: number,
   atIso = isoAt(at),
 ): CompletionWrite {
-  const attempts = unit.attempts + 1;
-  const retry =
-    unit.failed.length > 0 && !unit.gone && attempts <= policy.delaysMs.length
-      ? { eventIds: unit.failed, attempts, nextAt: isoAt(unit.nextAt) }
-      : null;
-  return { webhookId, unit: { id: unit.id, retry }, at: atIso };
+  const attempts = unit.attempts + (unit.attempted ? 1 : 0);
+  const unsent = unit.gone ? [] : unit.unsent;
+  const again = unsent.length ? { eventIds: unsent, attempts: unit.attempts, nextAt: atIso } : null;
+  if (unit.failed.length > 0 && !unit.gone && attempts <= policy.delaysMs.length) {
+    const retry = { eventIds: unit.failed, attempts, nextAt: isoAt(unit.nextAt) };
+    const split = again && { ...again, tenantId: unit.tenantId, oldestEventAt: unit.oldestEventAt };
+    return { webhookId, unit: { id: unit.id, retry, ...(split ? { split } : {}) }, at: atIso };
+  }
+  return { webhookId, unit: { id: unit.id, retry: again }, at: atIso };
+}
+
+/**
+ * Hands back jobs that were claimed but will not be started now: their events go back to their
+ * units as unsent. Returns the units this finished (all their other jobs had ended).
+ */
+export function unsend(jobs: readonly Job[]): UnitState[] {
+  const finished: UnitState[] = [];
+  for (const job of jobs) {
+    for (const part of job.parts) {
+      const unit = part.unit;
+      unit.unsent.push(...part.eventIds);
+      if (--unit.outstanding === 0) finished.push(unit);
+    }
+  }
+  return finished;
 }
 
 /**
@@ -133,6 +176,7 @@ export function settleJob(
   for (const part of job.parts) {
     const unit = part.unit;
     unit.outstanding--;
+    unit.attempted = true;
     if (!res.ok) {
       unit.failed.push(...part.eventIds);
       unit.gone ||= res.gone;

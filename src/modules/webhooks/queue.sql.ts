@@ -98,7 +98,7 @@ export const SQL = {
       'update "webhook_queue" set "locked_until" = ?, "locked_by" = ?, "next_attempt_at" = ? ' +
       'where "webhook_id" = ? and "id" in (select "id" from "webhook_queue" where "webhook_id" = ? and "next_attempt_at" <= ? ' +
       'and ("locked_until" is null or "locked_until" < ?) order by "next_attempt_at" limit ?) ' +
-      'returning "id", "event_ids", "attempts"',
+      'returning "id", "event_ids", "attempts", "tenant_id", "oldest_event_at"',
     sqliteArgs: [3, 4, 3, 0, 0, 1, 1, 2],
     // One statement, so one round trip: no BEGIN / SET LOCAL / COMMIT around it. The cfg CTE
     // turns synchronous_commit off for this statement's own transaction (a claim is safe to
@@ -111,21 +111,21 @@ export const SQL = {
       'limit $3 for update of q skip locked) ' +
       'update "webhook_queue" set "locked_until" = $4, "locked_by" = $5, "next_attempt_at" = $4 ' +
       'where "webhook_id" = $1 and "id" in (select "id" from "due") and ("locked_until" is null or "locked_until" < $2) ' +
-      'returning "id", "event_ids", "attempts"',
+      'returning "id", "event_ids", "attempts", "tenant_id", "oldest_event_at"',
   },
   /** [webhookId, now, ids, until, holder] */
   claimIds: {
     sqlite:
       'update "webhook_queue" set "locked_until" = ?, "locked_by" = ?, "next_attempt_at" = ? ' +
       'where "webhook_id" = ? and "id" in (select value from json_each(?)) ' +
-      'and ("locked_until" is null or "locked_until" < ?) returning "id", "event_ids", "attempts"',
+      'and ("locked_until" is null or "locked_until" < ?) returning "id", "event_ids", "attempts", "tenant_id", "oldest_event_at"',
     sqliteArgs: [3, 4, 3, 0, 2, 1],
     pg:
       `with ${PG_RELAXED}, "due" as materialized (select q."id" from "cfg", "webhook_queue" q where q."webhook_id" = $1 ` +
       'and q."id" = any($3::text[]) and (q."locked_until" is null or q."locked_until" < $2) for update of q skip locked) ' +
       'update "webhook_queue" set "locked_until" = $4, "locked_by" = $5, "next_attempt_at" = $4 ' +
       'where "webhook_id" = $1 and "id" in (select "id" from "due") and ("locked_until" is null or "locked_until" < $2) ' +
-      'returning "id", "event_ids", "attempts"',
+      'returning "id", "event_ids", "attempts", "tenant_id", "oldest_event_at"',
   },
   /** [webhookId, ids] */
   deleteUnits: {
