@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSession } from './smtp-client.ts';
-import { dataPayload } from './smtp-wire.ts';
+import { dataPayload, envelopeCommands, parseEhlo, ReplyReader } from './smtp-wire.ts';
 
 /**
  * A scripted SMTP server that records the order in which commands arrive relative to its own
@@ -209,5 +209,57 @@ describe('dataPayload', () => {
     expect(join(dataPayload(Buffer.from('.first\n..second\r\nthird\n.\n')))).toBe(
       '..first\r\n...second\r\nthird\r\n..\r\n.\r\n',
     );
+  });
+});
+
+describe('ReplyReader', () => {
+  it('assembles multi-line replies across packet boundaries, in order', async () => {
+    const r = new ReplyReader();
+    r.push(Buffer.from('250-mx.example.net\r\n250-PIPE'));
+    r.push(Buffer.from('LINING\r\n250 SIZE 1000\r\n354 go'));
+    r.push(Buffer.from(' ahead\n'));
+    const ehlo = await r.next(100, 'EHLO');
+    expect(ehlo).toEqual({
+      code: 250,
+      lines: ['250-mx.example.net', '250-PIPELINING', '250 SIZE 1000'],
+      text: '250-mx.example.net\n250-PIPELINING\n250 SIZE 1000',
+    });
+    expect((await r.next(100, 'DATA')).code).toBe(354);
+    expect(parseEhlo(ehlo.lines)).toMatchObject({ pipelining: true, size: 1000, starttls: false });
+  });
+
+  it('ends the session on garbage, overlong lines and endless replies instead of buffering them', async () => {
+    const garbage = new ReplyReader();
+    garbage.push(Buffer.from('HTTP/1.1 400 Bad Request\r\n'));
+    await expect(garbage.next(100, 'the greeting')).rejects.toMatchObject({ kind: 'protocol' });
+    const long = new ReplyReader();
+    long.push(Buffer.from(`250 ${'x'.repeat(5000)}`));
+    await expect(long.next(100, 'x')).rejects.toMatchObject({ kind: 'protocol' });
+    const endless = new ReplyReader();
+    endless.push(Buffer.from('250-more\r\n'.repeat(201)));
+    await expect(endless.next(100, 'x')).rejects.toMatchObject({ kind: 'protocol' });
+  });
+
+  it('times out with the name of what it waited for', async () => {
+    await expect(new ReplyReader().next(20, 'the reply to RCPT TO')).rejects.toMatchObject({
+      kind: 'timeout',
+      message: 'timeout waiting for the reply to RCPT TO',
+    });
+  });
+});
+
+describe('envelopeCommands', () => {
+  const ext = { ...parseEhlo(['250-x', '250-SIZE 100', '250 8BITMIME']) };
+  it('refuses what cannot be put on the wire, before anything is sent', () => {
+    const m = (from: string, to: string, raw = Buffer.from('x')) =>
+      envelopeCommands({ envelopeFrom: from, recipients: [to], raw }, ext);
+    expect(m('a@b.c', 'x@y.z\r\nRSET')).toMatchObject({ ok: false });
+    expect(m('a@b.c> SIZE=1', 'x@y.z')).toMatchObject({ ok: false });
+    expect(m('a@b.c', 'x@y.z', Buffer.alloc(101))).toMatchObject({ ok: false, why: expect.stringContaining('SIZE') });
+    expect(m('a@b.c', 'jörg@y.z')).toMatchObject({ ok: false, why: expect.stringContaining('SMTPUTF8') });
+    expect(m('a@b.c', 'x@y.z', Buffer.from('caf\u00e9'))).toEqual({
+      ok: true,
+      commands: ['MAIL FROM:<a@b.c> SIZE=5 BODY=8BITMIME', 'RCPT TO:<x@y.z>', 'DATA'],
+    });
   });
 });
