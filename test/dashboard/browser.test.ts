@@ -61,7 +61,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in Chromium', () => {
   it('sends a signed-out visit to the sign-in page and back after signing in (keyboard only)', async () => {
     await page.goto(`${base}/settings/webhooks`);
     await page.waitForURL(/\/login\?next=%2Fsettings%2Fwebhooks$/);
-    await expect(page.getByRole('heading', { name: 'Sign in' }).isVisible()).resolves.toBe(true);
+    // waitFor, not isVisible(): the URL changes before React has rendered the page, and on a
+    // loaded machine (CI runs four test files at once on two cores) the heading comes later.
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor({ state: 'visible' });
     await screenshot(page, '01-login');
 
     // A wrong password is refused with a message.
