@@ -79,7 +79,13 @@ export class Session extends SmtpLink implements SmtpSession {
 
   private async drain(): Promise<void> {
     for (let q = this.queue[0]; q; q = this.queue[0]) {
-      const result = await this.sendNow(q);
+      let result: AttemptResult;
+      try {
+        result = await this.sendNow(q);
+      } catch (err) {
+        // A bug must not leave the queue (and the lane awaiting it) stuck: fail this message.
+        result = { ...this.failureOf(err), transcript: [...this.lines] };
+      }
       this.queue.shift();
       q.resolve(result);
     }
