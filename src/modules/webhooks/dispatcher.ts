@@ -27,59 +27,13 @@ import {
   releaseUnits,
   SINGLE_UNIT_EVENTS,
 } from './queue.repo.ts';
-import type { RegistrySnapshot, WebhookConfig, WebhookRegistry } from './registry.ts';
+import { BACK_OFF_STATUSES, CLAIM_AHEAD, type DispatcherOptions, type Lane } from './lane.ts';
+import type { RegistrySnapshot, WebhookRegistry } from './registry.ts';
 import type { WebhookSender } from './sender.ts';
 
+export type { DispatcherOptions };
 export { RETRY_SCHEDULE_MS };
 const FIVE_DAYS_MS = 5 * 86_400_000;
-
-export interface DispatcherOptions {
-  /** Lease holder written into claimed units. */
-  nodeId: string;
-  retryDelaysMs?: readonly number[];
-  /** Relative jitter on retry delays (0.1 = +-10 %). */
-  jitter?: number;
-  /** In-flight POSTs per webhook with the single policy (a failing webhook gets 1). */
-  perWebhookConcurrency?: number;
-  /** In-flight batches per webhook with the batch policy. */
-  batchConcurrency?: number;
-  /** In-flight POSTs of this node over all webhooks. */
-  globalConcurrency?: number;
-  fanoutBatch?: number;
-  fanoutIntervalMs?: number;
-  /** How often a webhook with nothing due looks again (new events wake it at once). */
-  idlePollMs?: number;
-  flushIntervalMs?: number;
-  /** Claim lease: longer than the 10 s timeout plus a flush. */
-  lockMs?: number;
-  autoDisableAfterMs?: number;
-  /** How long stop() waits for in-flight POSTs. */
-  stopTimeoutMs?: number;
-}
-
-/** Per-webhook runtime state of this node. */
-interface Lane {
-  cfg: WebhookConfig;
-  inflight: number;
-  /** Jobs claimed and built but not started (normally empty: claims are sized to free slots). */
-  ready: Job[];
-  polling: boolean;
-  nextPollAt: number;
-  pausedUntil: number;
-  failing: boolean;
-  /** 410 seen or disabled: send nothing more until the registry says otherwise. */
-  gone: boolean;
-}
-
-/**
- * A healthy single-policy lane claims up to this many times its POST slots ahead, so a claim
- * (a database commit) serves dozens of events rather than a handful; what is not started when
- * the lane starts failing is given back at once (releaseReady).
- */
-const CLAIM_AHEAD = 4;
-
-/** Statuses that say "the endpoint is in trouble", not "this event is unwelcome": pause the lane. */
-const BACK_OFF_STATUSES = new Set([408, 429, 502, 503, 504]);
 
 /**
  * The webhook dispatcher (worker role). Fan-out moves committed events from the outbox into
