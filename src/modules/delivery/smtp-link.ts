@@ -84,6 +84,7 @@ export class SmtpLink {
         : net.connect({ host, port, ...local });
       const timer = setTimeout(() => {
         socket.destroy();
+        this.lines.push(`*: timeout after ${this.t.connectMs} ms connecting`);
         reject(new WireError(`timeout after ${this.t.connectMs} ms connecting`, 'timeout'));
       }, this.t.connectMs);
       socket.once(this.o.secure ? 'secureConnect' : 'connect', () => {
@@ -252,7 +253,8 @@ export class SmtpLink {
     if (wire.kind !== 'timeout' && wire.kind !== 'closed' && !this.lines.at(-1)?.includes(wire.message)) {
       this.lines.push(`*: ${wire.message}`);
     }
-    if (wire.kind !== 'timeout') this.teardown();
+    // Whatever went wrong, this connection is done (a timed-out read tore it down already).
+    this.teardown();
     return {
       ok: false,
       permanent: false,
