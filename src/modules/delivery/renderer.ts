@@ -1,4 +1,3 @@
-import { createPrivateKey, type KeyObject } from 'node:crypto';
 import type { MessagesTable } from '../../db/schema.ts';
 import { parseMailbox } from '../../lib/email.ts';
 import type { StoredContent } from '../transmissions/transmissions.validate.ts';
@@ -35,18 +34,6 @@ export interface RenderedMessage {
   envelopeFrom: string;
   raw: Buffer;
   signed: boolean;
-}
-
-const keyObjects = new Map<string, KeyObject>();
-function keyObject(pem: string): KeyObject {
-  let k = keyObjects.get(pem);
-  if (!k) {
-    // Parsing a PEM costs more than the signature itself: parse once per key.
-    if (keyObjects.size > 1000) keyObjects.clear();
-    k = createPrivateKey(pem);
-    keyObjects.set(pem, k);
-  }
-  return k;
 }
 
 /** Adds Message-ID and Date to a submitted message that lacks them (RFC 5322 requires Date). */
@@ -111,7 +98,8 @@ function composeInput(c: StoredContent, data: Record<string, unknown>): SharedIn
 }
 
 function signOptions(key: SigningKey) {
-  return { domainName: key.domainName, keySelector: key.keySelector, privateKey: keyObject(key.privateKeyPem) };
+  // dkim.ts parses each PEM once and keeps the KeyObject (parsing costs about a signature).
+  return { domainName: key.domainName, keySelector: key.keySelector, privateKey: key.privateKeyPem };
 }
 
 function sign(envelopeFrom: string, raw: Buffer, key: SigningKey | null): RenderedMessage {
