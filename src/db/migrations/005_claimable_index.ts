@@ -10,9 +10,12 @@ import { type Kysely, sql } from 'kysely';
  * due order already, so a claim reads its n rows and stops; delivered, bounced and failed
  * messages (most of the table, over time) are not in it. The claim query spells the states as
  * literals so both planners can match the index predicate.
+ *
+ * `if not exists`: on a large PostgreSQL messages table an operator may build it beforehand with
+ * CREATE INDEX CONCURRENTLY (docs/operations.md), which does not block writes; this then skips it.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`create index messages_claimable on messages (next_attempt_at) where state in ('queued', 'deferred', 'sending')`.execute(
+  await sql`create index if not exists messages_claimable on messages (next_attempt_at) where state in ('queued', 'deferred', 'sending')`.execute(
     db,
   );
 }
