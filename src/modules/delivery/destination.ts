@@ -1,4 +1,4 @@
-import { isForbiddenAddress } from '../webhooks/ssrf.ts';
+import { isForbiddenAddress } from '../../lib/address-guard.ts';
 import { classifyBounce } from './bounce-rules.ts';
 import type { MxResolver } from './mx-resolver.ts';
 import type { AttemptRecord } from './outcomes.ts';
