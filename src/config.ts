@@ -1,8 +1,9 @@
 import { isIP } from 'node:net';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { ensurePrivateDir, tightenFiles, writePrivateFile } from './lib/private-files.ts';
 
 /**
  * Environment -> validated, typed, frozen config. Nothing else in the code reads process.env.
@@ -297,14 +298,15 @@ function decodeMasterKey(raw: string): Buffer | null {
  */
 export function resolveMasterKey(config: Config): Buffer {
   if (config.masterKey) return config.masterKey;
-  mkdirSync(config.dataDir, { recursive: true });
+  ensurePrivateDir(config.dataDir);
   const file = join(config.dataDir, 'master.key');
   if (existsSync(file)) {
+    tightenFiles(file);
     const key = decodeMasterKey(readFileSync(file, 'utf8').trim());
     if (!key) throw new ConfigError('POSTYARD_MASTER_KEY', `${file} does not hold a valid 32-byte key`);
     return key;
   }
   const key = randomBytes(32);
-  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  writePrivateFile(file, key.toString('hex'));
   return key;
 }

@@ -1,8 +1,8 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { type DatabaseIntrospector, Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { ensurePrivateDir, ensurePrivateFile, tightenFiles } from '../lib/private-files.ts';
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema.ts';
 import { startCheckpointer } from './sqlite-checkpointer.ts';
@@ -30,8 +30,15 @@ export interface DatabaseOptions {
 
 export function openDatabase(opts: DatabaseOptions): Database {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.poolSize ?? 10, opts.pgSchema);
-  mkdirSync(opts.dataDir, { recursive: true });
-  return openSqlite(join(opts.dataDir, 'postyard.sqlite'));
+  ensurePrivateDir(opts.dataDir);
+  const file = join(opts.dataDir, 'postyard.sqlite');
+  // SQLite creates the database 0644 and gives -wal/-shm the database file's mode: create it
+  // 0600 first, and tighten files an older version left readable.
+  ensurePrivateFile(file);
+  tightenFiles(`${file}-wal`, `${file}-shm`, `${file}-journal`);
+  const database = openSqlite(file);
+  tightenFiles(`${file}-wal`, `${file}-shm`);
+  return database;
 }
 
 function openSqlite(file: string): Database {

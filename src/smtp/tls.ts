@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { generate } from 'selfsigned';
 import type { Config } from '../config.ts';
+import { ensurePrivateDir, tightenFiles, writePrivateFile } from '../lib/private-files.ts';
 
 export interface TlsMaterial {
   key: string;
@@ -34,6 +35,8 @@ export async function resolveTls(config: Config, logger: Logger): Promise<TlsMat
   const dir = join(config.dataDir, DEV_DIR);
   const certFile = join(dir, 'cert.pem');
   const keyFile = join(dir, 'key.pem');
+  ensurePrivateDir(dir);
+  tightenFiles(keyFile, certFile);
   if (existsSync(certFile) && existsSync(keyFile)) {
     const cert = readFileSync(certFile, 'utf8');
     // An expired development certificate is replaced rather than served: clients would refuse it.
@@ -66,11 +69,10 @@ export async function resolveTls(config: Config, logger: Logger): Promise<TlsMat
       { name: 'subjectAltName', altNames },
     ],
   });
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Write-then-rename so a second node starting on the same data dir never reads half a file.
   const suffix = `.${process.pid}.tmp`;
-  writeFileSync(keyFile + suffix, pems.private, { mode: 0o600 });
-  writeFileSync(certFile + suffix, pems.cert);
+  writePrivateFile(keyFile + suffix, pems.private);
+  writePrivateFile(certFile + suffix, pems.cert);
   renameSync(keyFile + suffix, keyFile);
   renameSync(certFile + suffix, certFile);
   logger.warn(
