@@ -129,7 +129,8 @@ async function main() {
     POSTYARD_SMTP_PORT: String(await freePort()),
     POSTYARD_LOG_LEVEL: 'warn',
     POSTYARD_DEV_MODE: 'true',
-    POSTYARD_RELAY_URL: `smtp://127.0.0.1:${sink.port}`,
+    // The sink speaks plain SMTP: the explicit opt-out from relay TLS (docs/operations.md).
+    POSTYARD_RELAY_URL: `smtp://127.0.0.1:${sink.port}?tls=none`,
     POSTYARD_EHLO_NAME: 'soak.postyard.test',
     // The limiter stays on (its buckets are part of what must not leak) but far above the load.
     POSTYARD_RATE_LIMIT_RPS: String(RATE * 20),

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { relayFromUrl } from './modules/delivery/relay-url.ts';
 import { ensurePrivateDir, tightenFiles, writePrivateFile } from './lib/private-files.ts';
 
 /**
@@ -31,7 +32,12 @@ export interface Config {
   dataDir: string;
   /** postgres://... or null for SQLite in dataDir. */
   databaseUrl: string | null;
+  /** Validated at load (relay-url.ts): TLS required and verified unless `?tls=none` / `?verify=false`. */
   relayUrl: string | null;
+  /** PEM file of CA certificates trusted besides Node's bundled roots (relay, MX and MTA-STS checks). */
+  extraCaFile: string | null;
+  /** HTTPS port of MTA-STS policy hosts (`mta-sts.<domain>`); 443 except in tests. */
+  mtaStsPort: number;
   dnsServers: string[] | null;
   /** Proxies (addresses/CIDRs) whose X-Forwarded-For / -Proto are believed; null = none. */
   trustProxy: string[] | null;
@@ -140,6 +146,20 @@ export function loadConfig(env: Env = process.env): Config {
   if (relayUrl && !/^smtps?:\/\/[^/]+/.test(relayUrl)) {
     throw new ConfigError('POSTYARD_RELAY_URL', 'must look like smtp://user:pass@host:port');
   }
+  if (relayUrl) {
+    try {
+      relayFromUrl(relayUrl);
+    } catch (err) {
+      throw new ConfigError('POSTYARD_RELAY_URL', (err as Error).message);
+    }
+  }
+  const extraCaFile = str(env, 'POSTYARD_EXTRA_CA_FILE') ?? null;
+  if (extraCaFile) {
+    if (!existsSync(extraCaFile)) throw new ConfigError('POSTYARD_EXTRA_CA_FILE', `file not found: ${extraCaFile}`);
+    if (!readFileSync(extraCaFile, 'utf8').includes('-----BEGIN CERTIFICATE-----')) {
+      throw new ConfigError('POSTYARD_EXTRA_CA_FILE', `${extraCaFile} holds no PEM certificate`);
+    }
+  }
   const trustRaw = str(env, 'POSTYARD_TRUST_PROXY');
   const trustProxy = trustRaw
     ? trustRaw
@@ -241,6 +261,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: isAbsolute(dataDirRaw) ? dataDirRaw : resolve(dataDirRaw),
     databaseUrl,
     relayUrl,
+    extraCaFile,
+    mtaStsPort: int(env, 'POSTYARD_MTA_STS_PORT', 443, 1, 65535),
     dnsServers,
     trustProxy,
     smtpProxyProtocol,

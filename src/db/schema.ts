@@ -111,6 +111,10 @@ export interface DeliveryAttemptsTable {
   mx_host: string | null;
   address: string | null;
   tls: number;
+  /** 1 verified, 0 not verified, null without TLS (migration 006). */
+  tls_verified?: number | null;
+  /** MTA-STS policy mode of the recipient domain at the attempt; null = none (migration 006). */
+  mta_sts?: string | null;
   outcome: string;
   smtp_code: number | null;
   enhanced_code: string | null;

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
 import {
@@ -10,7 +11,7 @@ import {
   type TestTenant,
 } from '../helpers/context.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
-import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
+import { type SinkMx, startSinkMx, TEST_CA_LEAF_CERT, TEST_CA_LEAF_KEY } from '../peers/sink-mx.ts';
 
 let dnsServer: DnsServer;
 let sink: SinkMx;
@@ -132,8 +133,14 @@ describe('relay mode', () => {
   let t: TestTenant;
   let relay: SinkMx;
   beforeAll(async () => {
-    relay = await startSinkMx();
-    ctx = await createTestContext({ env: { POSTYARD_RELAY_URL: `smtp://127.0.0.1:${relay.port}` } });
+    // A relay gets TLS with a verified certificate (CONTRACT 12): a certificate from the test CA.
+    relay = await startSinkMx({ tlsCert: TEST_CA_LEAF_CERT, tlsKey: TEST_CA_LEAF_KEY });
+    ctx = await createTestContext({
+      env: {
+        POSTYARD_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
+        POSTYARD_EXTRA_CA_FILE: fileURLToPath(new URL('../peers/certs/test-ca-cert.pem', import.meta.url)),
+      },
+    });
     t = await createTenant(ctx);
   });
   afterAll(async () => {
@@ -155,6 +162,7 @@ describe('relay mode', () => {
       const id = res.json().transmission_id as string;
       await relay.waitForMessages(2, 10_000);
       expect(relay.messages.flatMap((m) => m.rcptTo).sort()).toEqual(['a@no-such-domain.invalid', 'b@another.example']);
+      expect(relay.messages.map((m) => m.tls)).toEqual([true, true]);
       const end = Date.now() + 5000;
       while ((await countStates(ctx, id)).delivered !== 2 && Date.now() < end)
         await new Promise((r) => setTimeout(r, 50));

@@ -25,6 +25,14 @@ const certDir = new URL('./certs/', import.meta.url);
 /** Test-only key pair (CN=localhost, SAN localhost, mx.test, 127.0.0.1). Never use in production. */
 export const SINK_TLS_KEY = readFileSync(new URL('sink-key.pem', certDir), 'utf8');
 export const SINK_TLS_CERT = readFileSync(new URL('sink-cert.pem', certDir), 'utf8');
+/**
+ * A test CA (test-ca-cert.pem) and a leaf it signed for *.sts.test, *.{a,b,c,d}.sts.test,
+ * localhost and 127.0.0.1 (generate-test-ca.sh): for tests where the certificate must verify
+ * (MTA-STS enforce, relays). Test-only keys; never use them anywhere else.
+ */
+export const TEST_CA_CERT = readFileSync(new URL('test-ca-cert.pem', certDir), 'utf8');
+export const TEST_CA_LEAF_CERT = readFileSync(new URL('ca-leaf-cert.pem', certDir), 'utf8');
+export const TEST_CA_LEAF_KEY = readFileSync(new URL('ca-leaf-key.pem', certDir), 'utf8');
 
 export type SinkReply = 'accept' | 'drop' | 'hang' | { code: number; message: string };
 
@@ -59,6 +67,22 @@ export interface SinkMxOptions {
   size?: number;
   /** Greeting banner text; default 'sink.test ESMTP'. */
   banner?: string;
+  /** TLS key pair to present; default the self-signed SINK_TLS_* pair (see ./certs). */
+  tlsKey?: string;
+  tlsCert?: string;
+  /** Implicit TLS from the first byte (a relay on port 465); default false. */
+  secure?: boolean;
+  /**
+   * Offer AUTH PLAIN/LOGIN and accept these credentials, over plain text too (so a test can see
+   * credentials that should never have left in clear). Every AUTH is logged in `auths`.
+   */
+  auth?: { user: string; pass: string };
+}
+
+export interface SinkAuth {
+  user: string;
+  /** Whether the connection was encrypted when AUTH arrived. */
+  tls: boolean;
 }
 
 export interface SinkMx {
@@ -67,6 +91,8 @@ export interface SinkMx {
   messages: SinkMessage[];
   /** Number of TCP connections accepted so far. */
   connectionCount(): number;
+  /** Every AUTH received (when `auth` is set), in order. */
+  auths: SinkAuth[];
   /** Resolves when `count` messages have been accepted (rejects after `timeoutMs`, default 5 s). */
   waitForMessages(count: number, timeoutMs?: number): Promise<SinkMessage[]>;
   close(): Promise<void>;
@@ -76,6 +102,7 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
   const script = options.script ?? (() => 'accept' as const);
   const tlsMode = options.tls ?? true;
   const messages: SinkMessage[] = [];
+  const auths: SinkAuth[] = [];
   const sockets = new Map<number, Socket>();
   let connections = 0;
   let transactionCounter = 0;
@@ -98,10 +125,17 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
   const serverOptions: SMTPServerOptions = {
     banner: options.banner ?? 'sink.test ESMTP',
     authOptional: true,
-    disabledCommands: tlsMode === false ? ['AUTH', 'STARTTLS'] : ['AUTH'],
+    disabledCommands: [...(tlsMode === false ? ['STARTTLS'] : []), ...(options.auth ? [] : ['AUTH'])],
+    ...(options.auth ? { authMethods: ['PLAIN', 'LOGIN'], allowInsecureAuth: true } : {}),
+    onAuth(auth, session, callback) {
+      auths.push({ user: auth.username ?? '', tls: session.secure });
+      const ok = options.auth && auth.username === options.auth.user && auth.password === options.auth.pass;
+      callback(ok ? null : new Error('5.7.8 Authentication failed'), ok ? { user: auth.username } : undefined);
+    },
+    secure: options.secure ?? false,
     hideENHANCEDSTATUSCODES: true,
-    key: SINK_TLS_KEY,
-    cert: SINK_TLS_CERT,
+    key: options.tlsKey ?? SINK_TLS_KEY,
+    cert: options.tlsCert ?? SINK_TLS_CERT,
     size: options.size ?? 0,
     logger: false,
     // No reverse DNS for the client: tests must not send queries to the system resolver.
@@ -171,6 +205,7 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
   return {
     port,
     messages,
+    auths,
     connectionCount: () => connections,
     async waitForMessages(count, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;

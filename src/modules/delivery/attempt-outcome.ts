@@ -36,7 +36,7 @@ export function outcomeOf(c: OutcomeContext, result: AttemptResult, attempt: Att
 /** No route to the domain: null MX / NXDOMAIN / only private addresses bounce; DNS trouble defers. */
 export function routeFailureOutcome(
   c: OutcomeContext,
-  r: { permanent: boolean; reason: string; enhancedCode: string },
+  r: { permanent: boolean; reason: string; enhancedCode: string; mtaSts?: 'enforce' | 'testing' | 'none' },
   nowMs: number,
 ): Outcome {
   const at = new Date(nowMs).toISOString();
@@ -46,10 +46,12 @@ export function routeFailureOutcome(
     mxHost: null,
     address: null,
     tls: false,
+    tlsVerified: null,
+    mtaSts: r.mtaSts ?? null,
     smtpCode: null,
     enhancedCode: r.permanent ? r.enhancedCode : null,
     response: r.reason,
-    transcript: [`DNS: ${r.reason}`],
+    transcript: [`${r.mtaSts ? 'MTA-STS' : 'DNS'}: ${r.reason}`],
   };
   if (!r.permanent) return deferral(c, attempt, r.reason, nowMs);
   const res = {

@@ -1,5 +1,8 @@
+import type { SecureContext } from 'node:tls';
 import { isForbiddenAddress } from '../../lib/address-guard.ts';
 import { classifyBounce } from './bounce-rules.ts';
+import type { MtaStsResolver, PolicyLookup } from './mta-sts.ts';
+import { type MtaStsMode, mxMatches } from './mta-sts-policy.ts';
 import type { MxResolver } from './mx-resolver.ts';
 import type { AttemptRecord } from './outcomes.ts';
 import { siteFor, type SiteLimits } from './shaping.ts';
@@ -17,11 +20,19 @@ export interface Route {
   limits: SiteLimits;
   hosts: { host: string; addresses: string[]; port: number }[];
   relay: RelayConfig | null;
+  /**
+   * How sessions on this route do TLS (CONTRACT 12): a relay requires it, verified unless the
+   * relay URL opts out; an MX under an MTA-STS `enforce` policy requires it verified; any other
+   * MX gets opportunistic STARTTLS (the certificate is checked and recorded, not required).
+   */
+  tls: Pick<SessionOptions, 'tlsMode' | 'verifyCertificate' | 'secureContext'>;
+  /** The MTA-STS lookup for the domain (MX routes with MTA-STS on); null for a relay. */
+  mtaSts: PolicyLookup | null;
 }
 
 export type RouteResult =
   | { ok: true; route: Route }
-  | { ok: false; permanent: boolean; reason: string; enhancedCode: string };
+  | { ok: false; permanent: boolean; reason: string; enhancedCode: string; mtaSts?: MtaStsMode };
 
 export interface RoutingOptions {
   resolver: MxResolver;
@@ -33,6 +44,10 @@ export interface RoutingOptions {
    * an SSRF probe (someone adds a domain with `MX 10 169.254.169.254.nip.io` and sends to it).
    */
   allowPrivate?: boolean;
+  /** MTA-STS policies (RFC 8461) of recipient domains; null/absent = not looked up. */
+  mtaSts?: MtaStsResolver | null;
+  /** Trusted CAs for certificate checks (Node's roots plus POSTYARD_EXTRA_CA_FILE). */
+  secureContext?: SecureContext;
 }
 
 /** MX lookup (or the relay) for a recipient domain. Null MX and NXDOMAIN are permanent. */
@@ -46,10 +61,15 @@ export async function routeFor(domain: string, o: RoutingOptions): Promise<Route
         limits: { maxConnections: 10, maxMessagesPerConnection: 1000 },
         hosts: [{ host: o.relay.host, addresses: [], port: o.relay.port }],
         relay: o.relay,
+        tls:
+          o.relay.tls === 'none'
+            ? { tlsMode: 'none' }
+            : { tlsMode: 'required', verifyCertificate: o.relay.verify, ...trust(o) },
+        mtaSts: null,
       },
     };
   }
-  const r = await o.resolver.resolve(domain);
+  const [r, sts] = await Promise.all([o.resolver.resolve(domain), o.mtaSts ? o.mtaSts.policyFor(domain) : null]);
   if (!r.ok) {
     // RFC 7505 null MX / no such domain: 5.1.10 / 5.1.2 (bad destination), else transient.
     return {
@@ -72,18 +92,37 @@ export async function routeFor(domain: string, o: RoutingOptions): Promise<Route
       enhancedCode: '5.4.4',
     };
   }
-  const first = hosts[0]?.exchange ?? domain;
+  const policy = sts?.policy ?? null;
+  const enforce = policy?.mode === 'enforce';
+  // RFC 8461 4.1: under enforce, only MX hosts the policy names are candidates.
+  const allowed = enforce ? hosts.filter((h) => mxMatches(h.exchange, policy.mx)) : hosts;
+  if (allowed.length === 0) {
+    return {
+      ok: false,
+      permanent: false,
+      reason: `no MX host of ${domain} (${hosts.map((h) => h.exchange).join(', ')}) matches its MTA-STS policy (mx ${policy?.mx.join(' ')}); not delivering elsewhere`,
+      enhancedCode: '4.7.5',
+      mtaSts: 'enforce',
+    };
+  }
+  const first = allowed[0]?.exchange ?? domain;
   const { site, limits } = siteFor(first);
   return {
     ok: true,
     route: {
       site,
       limits,
-      hosts: hosts.map((h) => ({ host: h.exchange, addresses: h.addresses, port: o.mxPort })),
+      hosts: allowed.map((h) => ({ host: h.exchange, addresses: h.addresses, port: o.mxPort })),
       relay: null,
+      tls: enforce
+        ? { tlsMode: 'required', verifyCertificate: true, ...trust(o) }
+        : { tlsMode: 'opportunistic', ...trust(o) },
+      mtaSts: sts,
     },
   };
 }
+
+const trust = (o: RoutingOptions) => (o.secureContext ? { secureContext: o.secureContext } : {});
 
 /** Counting semaphore per site: connection limits hold across all domains of one site. */
 export class SiteSlots {
@@ -129,6 +168,7 @@ export async function connectRoute(
         host: h.host,
         ...(address ? { address } : {}),
         port: h.port,
+        ...route.tls,
         ...(route.relay ? { secure: route.relay.secure, ...(route.relay.auth ? { auth: route.relay.auth } : {}) } : {}),
       });
       if (!session.connectFailure) return { ok: true, opened: { session, host: h.host, address } };
@@ -156,18 +196,39 @@ export function attemptRecord(
   result: AttemptResult,
   host: string | null,
   address: string | null,
+  route?: Route,
 ): AttemptRecord {
+  const sts = route?.mtaSts ?? null;
   return {
     startedAt,
     finishedAt: new Date().toISOString(),
     mxHost: host,
     address,
     tls: result.tls,
+    tlsVerified: result.tls ? (result.tlsVerified ?? null) : null,
+    mtaSts: sts?.policy?.mode ?? null,
     smtpCode: result.code ?? null,
     enhancedCode: result.enhancedCode ?? null,
     response: result.response,
-    transcript: result.transcript,
+    transcript: sts ? [`*: ${sts.note}`, ...policyVerdict(sts, result, host), ...result.transcript] : result.transcript,
   };
+}
+
+/**
+ * What the policy says about this attempt. Under `testing` the message went out anyway (RFC 8461
+ * 5): the line records what `enforce` would have refused, for the operator to see.
+ */
+function policyVerdict(sts: PolicyLookup, result: AttemptResult, host: string | null): string[] {
+  const p = sts.policy;
+  if (!p || p.mode === 'none' || host === null) return [];
+  const problems = [
+    ...(mxMatches(host, p.mx) ? [] : [`${host} is not in the policy's mx list`]),
+    ...(!result.tls ? ['no TLS'] : result.tlsVerified === false ? ['certificate not verified'] : []),
+  ];
+  if (problems.length === 0) return [`*: MTA-STS ${p.mode}: ${host}, TLS, certificate verified`];
+  return p.mode === 'testing'
+    ? [`*: MTA-STS testing: enforce would refuse this (${problems.join(', ')}); not enforced`]
+    : [`*: MTA-STS enforce: ${problems.join(', ')}; nothing sent`];
 }
 
 /** Classification of a failed attempt: transient (defer) or a typed bounce. */

@@ -1,17 +1,29 @@
+import { readFileSync } from 'node:fs';
+import tls from 'node:tls';
 import type { Container } from '../../container.ts';
+import { MtaStsResolver } from './mta-sts.ts';
 import { MxResolver } from './mx-resolver.ts';
 import { createRenderer } from './render-pool.ts';
 import type { SigningKeyLookup } from './renderer.ts';
 import { relayFromUrl } from './smtp-client.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 
-/** Builds this node's delivery worker from config (relay or MX, DNS servers, MX port, EHLO name). */
+/**
+ * Builds this node's delivery worker from config (relay or MX, DNS servers, MX port, EHLO name,
+ * trusted CAs, MTA-STS).
+ */
 export function createDeliveryWorker(
   c: Container,
   workerId: string,
   overrides: Partial<DeliveryWorkerOptions> = {},
 ): DeliveryWorker {
   const signingKey: SigningKeyLookup = (t, d) => c.domains.signingKeyFor(t, d);
+  const allowPrivate = c.config.devMode || c.config.allowPrivateMxTargets;
+  // One context for every connection: building it parses the whole CA bundle.
+  const secureContext = c.config.extraCaFile
+    ? tls.createSecureContext({ ca: [...tls.rootCertificates, readFileSync(c.config.extraCaFile, 'utf8')] })
+    : undefined;
+  const dns = c.config.dnsServers ? { servers: c.config.dnsServers } : {};
   return new DeliveryWorker({
     workerId,
     database: c.database,
@@ -20,10 +32,20 @@ export function createDeliveryWorker(
     ehloName: c.config.ehloName,
     leaseMs: c.config.deliveryLeaseSeconds * 1000,
     routing: {
-      resolver: new MxResolver({ ...(c.config.dnsServers ? { servers: c.config.dnsServers } : {}) }),
+      resolver: new MxResolver(dns),
       relay: c.config.relayUrl ? relayFromUrl(c.config.relayUrl) : null,
       mxPort: c.config.mxPort,
-      allowPrivate: c.config.devMode || c.config.allowPrivateMxTargets,
+      allowPrivate,
+      // With a relay, MX policies are the relay's business.
+      mtaSts: c.config.relayUrl
+        ? null
+        : new MtaStsResolver({
+            ...dns,
+            port: c.config.mtaStsPort,
+            allowPrivate,
+            ...(secureContext ? { secureContext } : {}),
+          }),
+      ...(secureContext ? { secureContext } : {}),
     },
     signingKey,
     renderer: createRenderer(c.config.renderThreads, c.logger),

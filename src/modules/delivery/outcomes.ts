@@ -16,6 +16,10 @@ export interface AttemptRecord {
   mxHost: string | null;
   address: string | null;
   tls: boolean;
+  /** With TLS: whether the certificate verified; null without TLS (or not known). */
+  tlsVerified?: boolean | null;
+  /** The recipient domain's MTA-STS policy mode; null when it has none (or via a relay). */
+  mtaSts?: 'enforce' | 'testing' | 'none' | null;
   smtpCode: number | null;
   enhancedCode: string | null;
   response: string;
@@ -233,6 +237,8 @@ export async function recordOutcomes(
           mx_host: o.attempt.mxHost,
           address: o.attempt.address,
           tls: o.attempt.tls ? 1 : 0,
+          tls_verified: o.attempt.tlsVerified == null ? null : o.attempt.tlsVerified ? 1 : 0,
+          mta_sts: o.attempt.mtaSts ?? null,
           outcome: o.kind,
           smtp_code: o.attempt.smtpCode,
           enhanced_code: o.attempt.enhancedCode,

@@ -288,10 +288,26 @@ describe('relay mode', () => {
       host: 'relay.example.com',
       port: 2525,
       secure: false,
+      tls: 'required',
+      verify: true,
       auth: { user: 'u', pass: 'p' },
     });
-    expect(relayFromUrl('smtps://relay.example.com')).toEqual({ host: 'relay.example.com', port: 465, secure: true });
-    expect(relayFromUrl('smtp://[::1]')).toEqual({ host: '::1', port: 587, secure: false });
+    expect(relayFromUrl('smtps://relay.example.com')).toEqual({
+      host: 'relay.example.com',
+      port: 465,
+      secure: true,
+      tls: 'required',
+      verify: true,
+    });
+    expect(relayFromUrl('smtp://[::1]?tls=none')).toEqual({
+      host: '::1',
+      port: 587,
+      secure: false,
+      tls: 'none',
+      verify: true,
+    });
+    expect(relayFromUrl('smtp://u:p@relay.example.com?verify=false')).toMatchObject({ tls: 'required', verify: false });
+    expect(() => relayFromUrl('smtp://u:p@relay.example.com?tls=none')).toThrow(/clear text/);
     expect(() => relayFromUrl('http://relay.example.com')).toThrow(/smtp:\/\/ or smtps:\/\//);
     expect(() => relayFromUrl('not a url')).toThrow(/not a valid URL/);
   });

@@ -12,9 +12,13 @@
  * - A session that failed to open is still a session: `connectFailure` says why, and every send
  *   returns that failure, so callers treat all messages alike. When `alive` turns false the caller
  *   opens a new session (or moves to the next MX); there are no hidden reconnects.
- * - Opportunistic TLS (CONTRACT 12): STARTTLS when offered, certificate not verified; when the
- *   handshake fails we reconnect once in plain text and say so in the transcript.
+ * - TLS (CONTRACT 12), per session: 'opportunistic' (MX hosts) = STARTTLS when offered, the
+ *   certificate checked and recorded but not required, one plain-text reconnect when the
+ *   handshake fails; 'required' (relays, MTA-STS enforce) = TLS or nothing, and with
+ *   `verifyCertificate` a certificate that does not verify ends the session before AUTH or MAIL;
+ *   'none' = never. AUTH is never sent over an unencrypted connection.
  */
+import type { SecureContext } from 'node:tls';
 import { Session } from './smtp-session.ts';
 
 export { parseReply } from './smtp-wire.ts';
@@ -35,6 +39,8 @@ export type AttemptResult =
       code?: number;
       enhancedCode?: string;
       tls: boolean;
+      /** With TLS: whether the certificate verified (trusted chain, host name); null without TLS. */
+      tlsVerified?: boolean | null;
       transcript: string[];
       rejectedRecipients: RecipientRejection[];
     }
@@ -47,6 +53,8 @@ export interface AttemptFailure {
   enhancedCode?: string;
   response: string;
   tls: boolean;
+  /** With TLS: whether the certificate verified; null without TLS (unset: not known). */
+  tlsVerified?: boolean | null;
   transcript: string[];
   stage: SmtpStage;
   /**
@@ -84,8 +92,15 @@ export interface SessionOptions {
   /** Our EHLO name: a FQDN or an address literal such as '[192.0.2.1]'. */
   ehloName: string;
   timeouts?: Partial<SmtpTimeouts>;
-  /** 'opportunistic' (default): STARTTLS when offered, plain text if it fails. 'none': never. */
-  tlsMode?: 'opportunistic' | 'none';
+  /**
+   * 'opportunistic' (default): STARTTLS when offered, plain text if it fails. 'required': TLS
+   * (STARTTLS, or `secure`) or no session, never a plain-text fallback. 'none': never TLS.
+   */
+  tlsMode?: 'opportunistic' | 'required' | 'none';
+  /** End the session when the certificate does not verify for `host` (chain and name). */
+  verifyCertificate?: boolean;
+  /** Trusted CAs for verification (Node's bundled roots plus POSTYARD_EXTRA_CA_FILE); default Node's. */
+  secureContext?: SecureContext;
   /** Implicit TLS from the first byte (a relay on port 465); default false. */
   secure?: boolean;
   auth?: { user: string; pass: string };
@@ -105,6 +120,8 @@ export interface SmtpSession {
   /** The connection is up and can take another message. */
   readonly alive: boolean;
   readonly tls: boolean;
+  /** With TLS: whether the certificate verified (trusted chain, host name); null without TLS. */
+  readonly tlsVerified: boolean | null;
   /** STARTTLS failed and the session runs in plain text on a second connection. */
   readonly tlsFallback: boolean;
   send(message: OutboundMessage): Promise<AttemptResult>;
@@ -118,28 +135,4 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
   return session;
 }
 
-export interface RelayConfig {
-  host: string;
-  port: number;
-  secure: boolean;
-  auth?: { user: string; pass: string };
-}
-
-/** Parses POSTYARD_RELAY_URL: smtp://user:pass@host:port (default 587) or smtps://... (465). */
-export function relayFromUrl(value: string): RelayConfig {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new Error('relay URL is not a valid URL (expected smtp://user:pass@host:port)');
-  }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
-    throw new Error(`relay URL must start with smtp:// or smtps://, not ${url.protocol}//`);
-  }
-  if (!url.hostname) throw new Error('relay URL has no host');
-  const secure = url.protocol === 'smtps:';
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const config: RelayConfig = { host, port: url.port ? Number(url.port) : secure ? 465 : 587, secure };
-  if (url.username) config.auth = { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) };
-  return config;
-}
+export { type RelayConfig, relayFromUrl } from './relay-url.ts';

@@ -5,8 +5,12 @@
  * went wrong into a failure value. Nothing here throws to callers of the session.
  * - Transcript: every command and reply line, except message bodies (one "<N bytes of message
  *   data>" line stands in) and AUTH arguments (masked).
- * - Opportunistic TLS (CONTRACT 12): STARTTLS when offered, certificate not verified; a failed
- *   handshake sets `tlsFailed` so the session can reconnect once in plain text.
+ * - TLS (CONTRACT 12): the certificate is always checked against `host` (trusted chain and name)
+ *   and the result recorded (`tlsVerified`, a transcript line). 'opportunistic' goes on whatever
+ *   the check says, and a failed handshake sets `tlsFailed` so the session can reconnect once in
+ *   plain text; 'required' fails the session when there is no TLS, and `verifyCertificate` when
+ *   the certificate does not verify, before AUTH or any mail command.
+ * - AUTH is refused here over a connection without TLS, whatever the caller asked.
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -33,6 +37,7 @@ const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 export class SmtpLink {
   alive = false;
   tls = false;
+  tlsVerified: boolean | null = null;
 
   protected socket: net.Socket | tls.TLSSocket | null = null;
   protected reader = new ReplyReader();
@@ -54,12 +59,15 @@ export class SmtpLink {
     this.teardown();
     this.reader = new ReplyReader();
     this.stage = 'connect';
+    this.tlsVerified = null;
     this.lines.push(`*: connecting to ${this.where}${this.o.secure ? ' (implicit TLS)' : ''}`);
     const socket = await this.dial();
     this.adopt(socket);
+    if (this.tls) this.checkCertificate(socket as tls.TLSSocket);
     const greeting = await this.read(this.t.greetingMs, 'the greeting');
     if (greeting.code !== 220) throw this.replyFailure(greeting, false);
     await this.ehlo();
+    const required = this.o.tlsMode === 'required';
     if (!ignoreTLS && !this.tls && this.ext.starttls) {
       this.stage = 'ehlo';
       this.write(['STARTTLS']);
@@ -67,8 +75,10 @@ export class SmtpLink {
       if (r.code === 220) {
         await this.startTls();
         await this.ehlo();
-      } else this.lines.push('*: STARTTLS refused; going on without TLS');
+      } else if (required) throw this.replyFailure(r, false);
+      else this.lines.push('*: STARTTLS refused; going on without TLS');
     }
+    if (required && !this.tls) throw this.tlsRequired(`${this.o.host} does not offer STARTTLS`);
     const proto = this.tls ? (this.socket as tls.TLSSocket).getProtocol() : null;
     this.lines.push(`*: connected, ${this.tls ? `TLS ${proto ?? ''}`.trim() : 'no TLS'}`);
   }
@@ -100,8 +110,44 @@ export class SmtpLink {
     });
   }
 
+  /**
+   * The handshake never fails on the certificate itself (rejectUnauthorized: false): Node still
+   * checks the chain and, through checkServerIdentity, `host` (not the address connected to),
+   * and reports it as `authorized`, which checkCertificate() records and enforces when asked.
+   */
   protected tlsOptions(): tls.ConnectionOptions {
-    return { rejectUnauthorized: false, ...(net.isIP(this.o.host) ? {} : { servername: this.o.host }) };
+    return {
+      rejectUnauthorized: false,
+      ...(net.isIP(this.o.host) ? {} : { servername: this.o.host }),
+      checkServerIdentity: (_name, cert) => tls.checkServerIdentity(this.o.host, cert),
+      ...(this.o.secureContext ? { secureContext: this.o.secureContext } : {}),
+    };
+  }
+
+  /** Records whether the certificate verified; with `verifyCertificate`, ends the session if not. */
+  protected checkCertificate(socket: tls.TLSSocket): void {
+    this.tlsVerified = socket.authorized;
+    if (socket.authorized) {
+      this.lines.push(`*: certificate verified for ${this.o.host}`);
+      return;
+    }
+    const why = oneLine(String(socket.authorizationError ?? 'unknown reason'));
+    this.lines.push(`*: certificate not verified for ${this.o.host} (${why})`);
+    if (this.o.verifyCertificate) throw this.tlsRequired(`the certificate of ${this.o.host} did not verify (${why})`);
+  }
+
+  /** TLS was required and is not there (or not verified): transient, nothing was sent. */
+  protected tlsRequired(why: string): Failed {
+    this.lines.push(`*: TLS required: ${why}; nothing sent`);
+    return new Failed({
+      ok: false,
+      permanent: false,
+      stage: 'connect',
+      response: `TLS required: ${why}`,
+      tls: this.tls,
+      tlsVerified: this.tlsVerified,
+      transcript: this.lines,
+    });
   }
 
   /** Makes `socket` the session's connection: replies go to the reader, loss of it fails reads. */
@@ -160,6 +206,7 @@ export class SmtpLink {
     secure.removeAllListeners('error');
     secure.removeAllListeners('close');
     this.adopt(secure);
+    this.checkCertificate(secure);
   }
 
   protected async ehlo(): Promise<void> {
@@ -176,6 +223,8 @@ export class SmtpLink {
 
   protected async login(auth: { user: string; pass: string }): Promise<void> {
     this.stage = 'auth';
+    // Credentials never cross an unencrypted connection (CONTRACT 12), whatever the options say.
+    if (!this.tls) throw this.tlsRequired('credentials are never sent without TLS');
     if (this.ext.auth.includes('PLAIN') || !this.ext.auth.includes('LOGIN')) {
       const token = Buffer.from(`\u0000${auth.user}\u0000${auth.pass}`).toString('base64');
       this.write([`AUTH PLAIN ${token}`], ['AUTH PLAIN ****']);

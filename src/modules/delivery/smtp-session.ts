@@ -45,16 +45,18 @@ export class Session extends SmtpLink implements SmtpSession {
   private bodySent = false;
 
   async open(): Promise<void> {
-    const plain = this.o.tlsMode === 'none' || this.o.secure === true;
+    const plain = this.o.tlsMode === 'none';
     let failure = await this.attempt(() => this.connect(plain));
-    if (failure && !plain && this.tlsFailed) {
+    // Only opportunistic TLS falls back to plain text; 'required' (relays, MTA-STS) never does.
+    const opportunistic = (this.o.tlsMode ?? 'opportunistic') === 'opportunistic' && this.o.secure !== true;
+    if (failure && opportunistic && this.tlsFailed) {
       this.lines.push(`*: STARTTLS failed (${failure.response}); reconnecting without TLS`);
       this.tlsFallback = true;
       failure = await this.attempt(() => this.connect(true));
     }
     const auth = this.o.auth;
     if (!failure && auth) failure = await this.attempt(() => this.login(auth));
-    this.connectFailure = failure;
+    this.connectFailure = failure && { ...failure, tlsVerified: this.tlsVerified };
     this.preamble = this.lines;
     this.lines = [];
     if (failure) this.teardown();
@@ -98,7 +100,17 @@ export class Session extends SmtpLink implements SmtpSession {
       // Nothing of this message reached the server (at most its envelope, without data).
       const transcript = [`*: connection to ${this.where} is closed`];
       const response = 'connection is closed';
-      return { ok: false, permanent: false, stage: 'connect', response, tls: this.tls, transcript, notSent: true };
+      const tlsVerified = this.tlsVerified;
+      return {
+        ok: false,
+        permanent: false,
+        stage: 'connect',
+        response,
+        tls: this.tls,
+        tlsVerified,
+        transcript,
+        notSent: true,
+      };
     }
     this.messages++;
     this.lines =
@@ -115,7 +127,7 @@ export class Session extends SmtpLink implements SmtpSession {
     }
     // After its data the server has closed the transaction itself; before, RSET starts clean.
     if (!result.ok && this.alive && !this.bodySent) await this.reset();
-    return { ...result, transcript: [...this.lines] };
+    return { ...result, tlsVerified: this.tlsVerified, transcript: [...this.lines] };
   }
 
   /** One mail transaction; throws Failed / WireError for anything but delivery. */

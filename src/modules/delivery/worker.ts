@@ -117,6 +117,7 @@ export class DeliveryWorker {
     }
     await this.flush();
     await this.o.renderer.close();
+    await this.o.routing.mtaSts?.close();
   }
 
   /** Nudges an idle worker (after an accept in the same process). */
@@ -232,7 +233,7 @@ export class DeliveryWorker {
     });
   }
 
-  private routeFailure(job: Job, r: { permanent: boolean; reason: string; enhancedCode: string }) {
+  private routeFailure(job: Job, r: Parameters<typeof routeFailureOutcome>[1]) {
     this.complete(routeFailureOutcome(contextOf(job), r, Date.now()));
   }
 
@@ -262,7 +263,7 @@ export class DeliveryWorker {
     ]);
     if (!conn.ok) {
       // Nobody answers: every waiting message of this domain is deferred with that failure.
-      const attempt = attemptRecord(startedAt, conn.failure, conn.host, conn.address);
+      const attempt = attemptRecord(startedAt, conn.failure, conn.host, conn.address, route);
       for (const t of ahead.splice(0)) if (await t.rendered) this.defer(t.job, attempt, conn.failure.response);
       for (const job of q.jobs.splice(0)) this.defer(job, attempt, conn.failure.response);
       return;
@@ -280,7 +281,7 @@ export class DeliveryWorker {
           await this.release([current.job]);
           continue;
         }
-        inSession.push(this.sendOne(q, current.job, rendered, session, host, address));
+        inSession.push(this.sendOne(q, current.job, rendered, session, host, address, route));
         if (inSession.length >= 3) await inSession.shift();
       }
     } finally {
@@ -345,6 +346,7 @@ export class DeliveryWorker {
     session: import('./smtp-client.ts').SmtpSession,
     host: string,
     address: string | null,
+    route: Route,
   ) {
     const startedAt = new Date().toISOString();
     const result = await session.send({
@@ -357,7 +359,8 @@ export class DeliveryWorker {
       q.jobs.unshift(job);
       return;
     }
-    this.complete(outcomeOf(contextOf(job), result, attemptRecord(startedAt, result, host, address), Date.now()));
+    const attempt = attemptRecord(startedAt, result, host, address, route);
+    this.complete(outcomeOf(contextOf(job), result, attempt, Date.now()));
   }
 
   private defer(job: Job, attempt: Outcome['attempt'], diagnostic: string) {

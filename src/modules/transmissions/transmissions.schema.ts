@@ -120,6 +120,10 @@ export const DeliveryAttempt = Type.Object({
   mx_host: Type.Union([Type.String(), Type.Null()]),
   address: Type.Union([Type.String(), Type.Null()]),
   tls: Type.Boolean(),
+  /** With TLS: whether the certificate verified (trusted chain and host name); null without TLS. */
+  tls_verified: Type.Union([Type.Boolean(), Type.Null()]),
+  /** The recipient domain's MTA-STS policy mode (RFC 8461) at the attempt; null = no policy. */
+  mta_sts: Type.Union([Type.Literal('enforce'), Type.Literal('testing'), Type.Literal('none'), Type.Null()]),
   outcome: Type.String(),
   smtp_code: Type.Union([Type.Integer(), Type.Null()]),
   enhanced_code: Type.Union([Type.String(), Type.Null()]),

@@ -187,6 +187,8 @@ export class TransmissionsService {
         mx_host: a.mx_host,
         address: a.address,
         tls: a.tls === 1,
+        tls_verified: a.tls_verified == null ? null : a.tls_verified === 1,
+        mta_sts: (a.mta_sts ?? null) as 'enforce' | 'testing' | 'none' | null,
         outcome: a.outcome,
         smtp_code: a.smtp_code,
         enhanced_code: a.enhanced_code,
