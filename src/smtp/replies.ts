@@ -21,11 +21,22 @@ export class SmtpReply extends Error {
 export const reply = {
   malformed: (text: string) => new SmtpReply(550, '5.6.0', text),
   badSender: (text: string) => new SmtpReply(553, '5.1.7', text),
+  /** Refused by policy (e.g. a sender identity the account may not use). */
+  policy: (text: string) => new SmtpReply(550, '5.7.1', text),
   badRecipient: (text: string) => new SmtpReply(553, '5.1.3', text),
   tooBig: (limit: number) => new SmtpReply(552, '5.3.4', `Message size exceeds the limit of ${limit} bytes`),
   rateLimited: (text: string) => new SmtpReply(451, '4.7.1', text),
   tooManyConnections: (text: string) => new SmtpReply(421, '4.7.0', text),
   tempFailure: (text = 'Temporary local problem, please try again later') => new SmtpReply(451, '4.3.0', text),
+  /** RFC 5321 2.3.8 / RFC 5322 2.1: NUL is never allowed in a message; relaying it is unsafe. */
+  nulByte: () => new SmtpReply(554, '5.6.0', 'Message contains a NUL byte, which mail may not carry'),
+  /** Raw UTF-8 headers need SMTPUTF8 (RFC 6532), which is not offered here. */
+  nonAsciiHeader: () =>
+    new SmtpReply(
+      554,
+      '5.6.7',
+      'Header contains non-ASCII bytes; encode them as RFC 2047 encoded words (SMTPUTF8 is not offered)',
+    ),
 };
 
 /** How the HTTP error codes of the shared services read over SMTP (docs/smtp.md lists them). */

@@ -1,9 +1,19 @@
+import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import libmime from 'libmime';
 import addressparser from 'nodemailer/lib/addressparser/index.js';
 import type { Container } from '../container.ts';
-import { isValidEmail, normalizeEmail } from '../lib/email.ts';
+import {
+  checkMailbox,
+  decodeWords,
+  domainOf,
+  formatMailbox,
+  isValidEmail,
+  type Mailbox,
+  nameShowsOtherAddress,
+  normalizeEmail,
+} from '../lib/email.ts';
 import { newId } from '../lib/ids.ts';
+import { toCrlf } from '../lib/line-ends.ts';
 import type { AcceptResult } from '../modules/transmissions/transmissions.service.ts';
 import type { AcceptInput } from '../modules/transmissions/transmissions.validate.ts';
 import {
@@ -40,8 +50,8 @@ export interface PreparedSubmission {
 /** Idempotency scope of SMTP submissions: keys never collide with the HTTP API's. */
 export const IDEMPOTENCY_SCOPE = 'SMTP submission';
 
-/** Never delivered: Bcc would reveal the blind recipients, the options header is for Postyard only. */
-const STRIPPED = new Set(['bcc', OPTIONS_HEADER]);
+/** Never delivered: (Resent-)Bcc would reveal the blind recipients, the options header is for Postyard only. */
+const STRIPPED = new Set(['bcc', 'resent-bcc', OPTIONS_HEADER]);
 /** Set per attempt by most clients, so a retry of the same message differs only in these. */
 const VOLATILE = new Set(['date', 'message-id']);
 
@@ -52,21 +62,47 @@ function rfc5322Date(d: Date): string {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
 const CONTROL = /[\u0000-\u001f\u007f]+/g;
 
-function formatMailbox(name: string, email: string): string {
-  const clean = name.replace(CONTROL, ' ').trim();
-  return clean ? `"${clean.replace(/["\\]/g, '\\$&')}" <${email}>` : email;
-}
-
 /** RFC 2047 encoded words (which nodemailer uses for any long or non-ASCII header) decoded. */
-export function decodeHeader(value: string): string {
-  return value.includes('=?') ? libmime.decodeWords(value) : value;
+export const decodeHeader = decodeWords;
+
+/** Every mailbox of an address field (groups flattened), names decoded. */
+function mailboxes(field: HeaderField | undefined): { name: string; address: string }[] {
+  if (!field) return [];
+  return addressparser(field.value, { flatten: true }).map((a) => ({
+    name: decodeHeader(a.name ?? ''),
+    address: a.address.trim(),
+  }));
 }
 
-/** The first mailbox of an address field (groups flattened), name decoded. */
-function firstMailbox(field: HeaderField | undefined): { name: string; address: string } | null {
-  if (!field) return null;
-  const found = addressparser(field.value, { flatten: true }).find((a) => a.address);
-  return found ? { name: decodeHeader(found.name ?? ''), address: found.address } : null;
+/**
+ * The identities the message claims (issue 13): every From mailbox and the Sender must be a
+ * valid address whose display name shows no other address; the sender policy then checks each
+ * domain (550 5.7.1 when one is not the tenant's), not only the first From's.
+ */
+function senderIdentity(h: MessageHeaders): { from: Mailbox; domains: string[] } {
+  if (countHeader(h, 'sender') > 1) throw reply.malformed('The message has more than one Sender header');
+  const from = mailboxes(findHeader(h, 'from'));
+  const sender = mailboxes(findHeader(h, 'sender'));
+  if (sender.length > 1) throw reply.malformed('The Sender header must hold one address');
+  const domains: string[] = [];
+  for (const [header, list] of [
+    ['From', from],
+    ['Sender', sender],
+  ] as const) {
+    for (const m of list) {
+      if (!isValidEmail(m.address))
+        throw reply.badSender(`The ${header} header needs valid addresses like "Name <user@example.com>"`);
+      if (nameShowsOtherAddress(m.name, m.address))
+        throw reply.policy(`The ${header} header's display name shows an address other than its own`);
+      domains.push(domainOf(m.address));
+    }
+  }
+  const first = from[0];
+  if (!first) throw reply.badSender('The From header needs a valid address like "Name <user@example.com>"');
+  // Stored (and read back by delivery for the DKIM domain) in the API's form, so it must parse.
+  const stored = checkMailbox(formatMailbox({ name: first.name, email: first.address }));
+  if ('error' in stored) throw reply.badSender(`The From header: ${stored.error}`);
+  return { from: stored.mailbox, domains: [...new Set(domains)] };
 }
 
 /**
@@ -85,7 +121,11 @@ function fingerprint(raw: Buffer, h: MessageHeaders, envelope: Envelope, options
 }
 
 /** Turns a received message into the input of TransmissionsService.accept; throws SmtpReply. */
-export function prepareSubmission(raw: Buffer, envelope: Envelope): PreparedSubmission {
+export function prepareSubmission(received: Buffer, envelope: Envelope): PreparedSubmission {
+  // What is stored is what may leave (issue 13): no NUL, CRLF lines only (src/lib/line-ends.ts),
+  // normalised before the header split so a bare CR cannot hide a field from it.
+  if (received.includes(0)) throw reply.nulByte();
+  const raw = toCrlf(received);
   let h: MessageHeaders;
   try {
     h = parseHeaders(raw);
@@ -93,6 +133,7 @@ export function prepareSubmission(raw: Buffer, envelope: Envelope): PreparedSubm
     if (err instanceof MalformedMessageError) throw reply.malformed(`Malformed message: ${err.message}`);
     throw err;
   }
+  if (!isAscii(raw.subarray(0, h.headerEnd))) throw reply.nonAsciiHeader();
   if (countHeader(h, OPTIONS_HEADER) > 1) throw reply.malformed('X-Postyard-Options may appear only once');
   const optionsField = findHeader(h, OPTIONS_HEADER);
   const options = parseOptions(optionsField && decodeHeader(optionsField.value));
@@ -100,13 +141,10 @@ export function prepareSubmission(raw: Buffer, envelope: Envelope): PreparedSubm
   if (fromCount === 0) throw reply.malformed('The message has no From header');
   if (fromCount > 1) throw reply.malformed('The message has more than one From header');
 
-  const from = firstMailbox(findHeader(h, 'from'));
-  const fromEmail = from ? normalizeEmail(from.address) : '';
-  if (!isValidEmail(fromEmail))
-    throw reply.badSender('The From header needs a valid address like "Name <user@example.com>"');
-  const fromDomain = fromEmail.slice(fromEmail.lastIndexOf('@') + 1);
-  const replyToBox = firstMailbox(findHeader(h, 'reply-to'));
-  const replyTo = replyToBox && isValidEmail(replyToBox.address) ? normalizeEmail(replyToBox.address) : null;
+  const identity = senderIdentity(h);
+  const fromDomain = domainOf(identity.from.email);
+  const replyToBox = mailboxes(findHeader(h, 'reply-to')).find((m) => isValidEmail(m.address));
+  const replyTo = replyToBox ? replyToBox.address : null;
 
   // RFC 6409 section 8: a submission server may add a missing Date and Message-ID.
   const added: string[] = [];
@@ -128,7 +166,7 @@ export function prepareSubmission(raw: Buffer, envelope: Envelope): PreparedSubm
     recipients,
     content: {
       subject,
-      from: formatMailbox(from?.name ?? '', fromEmail),
+      from: formatMailbox(identity.from),
       reply_to: replyTo,
       text: null,
       html: null,
@@ -143,7 +181,7 @@ export function prepareSubmission(raw: Buffer, envelope: Envelope): PreparedSubm
     // The MIME is delivered as sent: no link or pixel rewriting for SMTP submissions.
     options: { sandbox: false, open_tracking: false, click_tracking: false },
     startTime: null,
-    fromDomain,
+    senderDomains: identity.domains,
   };
   return {
     input,

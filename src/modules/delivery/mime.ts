@@ -14,6 +14,8 @@
  *   HTML-escaped when asked. No logic, no raw output, no prototype walking.
  */
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import { parseMailbox } from '../../lib/email.ts';
+import { textToCrlf, toCrlf } from '../../lib/line-ends.ts';
 
 export interface MessageAttachment {
   filename: string;
@@ -75,22 +77,39 @@ export function isReservedHeader(name: string): boolean {
   return !HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase());
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
+const CONTROL = /[\u0000-\u001f\u007f]+/g;
+
+/** Header text with control characters turned into spaces (MailComposer would encode them). */
+function headerText(value: string): string {
+  return value.replace(CONTROL, ' ');
+}
+
 /**
- * CRLF line ends throughout. MailComposer keeps a 7bit text part's bare LFs as given; SMTP sends
- * CRLF and DKIM hashes CRLF, so converting once here lets delivery send the bytes as they are.
+ * An 8bit message/* attachment is sent as its bytes (RFC 2046 forbids base64 there), line ends
+ * made CRLF with the rest of the message; one holding NUL, which no SMTP data may carry, is
+ * base64-encoded instead. Every other attachment is base64 (MailComposer's default).
  */
-export function toCrlf(raw: Buffer): Buffer {
-  for (let nl = raw.indexOf(10); nl !== -1; nl = raw.indexOf(10, nl + 1)) {
-    if (nl === 0 || raw[nl - 1] !== 13) return Buffer.from(raw.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
-  }
-  return raw;
+function attachmentEncoding(a: MessageAttachment): { contentTransferEncoding: 'base64' } | Record<string, never> {
+  return /^message\//i.test(a.contentType) && a.content.includes(0) ? { contentTransferEncoding: 'base64' } : {};
+}
+
+/**
+ * From and Reply-To go to MailComposer as one parsed {name, address}, never as a string it would
+ * parse again (it accepts address lists): the header is built from exactly what was checked. A
+ * value that is not one acceptable mailbox (e.g. stored before accept-time parsing) is not sent.
+ */
+function oneMailbox(value: string, header: string): { name: string; address: string } {
+  const m = parseMailbox(value);
+  if (!m) throw new Error(`${header} is not exactly one acceptable mailbox`);
+  return { name: m.name ?? '', address: m.email };
 }
 
 /** Composes the message. Resolves to the raw bytes, CRLF line endings, ready for DKIM and DATA. */
 export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.headers ?? {})) {
-    if (!isReservedHeader(name)) headers[name] = value;
+    if (!isReservedHeader(name)) headers[name] = headerText(value);
   }
   if (input.listUnsubscribe) {
     headers['List-Unsubscribe'] = input.listUnsubscribe;
@@ -98,23 +117,28 @@ export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
   }
 
   const composer = new MailComposer({
-    from: input.from,
-    to: input.to.name ? { name: input.to.name, address: input.to.email } : input.to.email,
-    replyTo: input.replyTo,
-    subject: input.subject,
-    text: input.text,
-    html: input.html,
+    from: oneMailbox(input.from, 'From'),
+    to: input.to.name ? { name: headerText(input.to.name), address: input.to.email } : input.to.email,
+    ...(input.replyTo !== undefined ? { replyTo: oneMailbox(input.replyTo, 'Reply-To') } : {}),
+    // A substituted subject may carry control characters from substitution_data.
+    subject: headerText(input.subject),
+    // Lines end in CRLF before encoding: a bare CR would pass quoted-printable and 7bit as is.
+    ...(input.text !== undefined ? { text: textToCrlf(input.text) } : {}),
+    ...(input.html !== undefined ? { html: textToCrlf(input.html) } : {}),
     headers,
     attachments: (input.attachments ?? []).map((a) => ({
       filename: a.filename,
       contentType: a.contentType,
       content: a.content,
+      ...attachmentEncoding(a),
     })),
     messageId: `<${input.messageId}>`,
     date: input.date ?? new Date(),
     disableFileAccess: true,
     disableUrlAccess: true,
   });
+  // CRLF line ends throughout (src/lib/line-ends.ts says why): MailComposer keeps a 7bit part's
+  // bare LFs, and an 8bit message/* attachment's line ends, as given.
   return toCrlf(await composer.compile().build());
 }
 

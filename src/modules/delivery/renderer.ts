@@ -1,5 +1,6 @@
 import type { MessagesTable } from '../../db/schema.ts';
 import { parseMailbox } from '../../lib/email.ts';
+import { toCrlf } from '../../lib/line-ends.ts';
 import type { StoredContent } from '../transmissions/transmissions.validate.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
 import { fromTemplate, type SharedInput, sharedContent } from './mime-template.ts';
@@ -18,8 +19,11 @@ export type SigningKeyLookup = (tenantId: string, fromDomain: string) => Promise
 export interface TransmissionForDelivery {
   id: string;
   content: StoredContent;
-  /** SMTP submissions: the message as submitted (Bcc and X-Postyard-Options already removed). */
-  raw: Buffer | null;
+  /**
+   * SMTP submissions: the message as submitted (Bcc and X-Postyard-Options already removed).
+   * A Uint8Array on a render thread: structured clone does not keep Buffers (see asBuffer).
+   */
+  raw: Uint8Array | null;
   options: { sandbox?: boolean };
 }
 
@@ -34,6 +38,16 @@ export interface RenderedMessage {
   envelopeFrom: string;
   raw: Buffer;
   signed: boolean;
+}
+
+/**
+ * Bytes as a Buffer over the same memory. A Buffer sent to a render thread arrives as a plain
+ * Uint8Array, whose toString() is "70,114,111,..." rather than the text: every byte-level read
+ * on the render path must go through here (issue 13, item 4: Date and Message-ID were added a
+ * second time because ensureHeaders could not find them in that string).
+ */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** Adds Message-ID and Date to a submitted message that lacks them (RFC 5322 requires Date). */
@@ -64,7 +78,9 @@ export async function renderMessage(
   const messageId = `${msg.id}@${fromDomain}`;
   const returnPathDomain = key?.returnPathDomain ?? fromDomain;
   const envelopeFrom = `bounces+${msg.id}@${returnPathDomain}`;
-  if (tx.raw) return sign(envelopeFrom, ensureHeaders(tx.raw, messageId), key);
+  // CRLF lines only, before signing (src/lib/line-ends.ts): submission normalises already, this
+  // covers messages stored before it did.
+  if (tx.raw) return sign(envelopeFrom, ensureHeaders(toCrlf(asBuffer(tx.raw)), messageId), key);
   const c = tx.content;
   const to = { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) };
   // Every recipient gets the same body: compose it once per transmission (mime-template.ts).

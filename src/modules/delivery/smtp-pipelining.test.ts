@@ -210,6 +210,12 @@ describe('dataPayload', () => {
       '..first\r\n...second\r\nthird\r\n..\r\n.\r\n',
     );
   });
+  it('ends a line at a bare CR too: no bare CR or LF leaves, and <CR>.<CR> is dot-stuffed', () => {
+    expect(join(dataPayload(Buffer.from('a\r.\rMAIL FROM:<x>\r\nb\r\r\n.\r')))).toBe(
+      'a\r\n..\r\nMAIL FROM:<x>\r\nb\r\n\r\n..\r\n.\r\n',
+    );
+    expect(join(dataPayload(Buffer.from('x\r\n.\rQUIT\r\n')))).toBe('x\r\n..\r\nQUIT\r\n.\r\n');
+  });
 });
 
 describe('ReplyReader', () => {

@@ -8,6 +8,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { StringDecoder } from 'node:string_decoder';
+import { hasBareLineEnd } from '../../lib/line-ends.ts';
 
 export interface Reply {
   code: number;
@@ -125,38 +126,29 @@ export class ReplyReader {
   }
 }
 
-const CRLF = Buffer.from('\r\n');
 const END = Buffer.from('.\r\n');
 const CRLF_END = Buffer.from('\r\n.\r\n');
 
 /**
- * The DATA payload for a message: CRLF line ends (a bare LF becomes CRLF), a dot doubled at the
- * start of every line (RFC 5321 4.5.2), then the terminating dot. The usual message (CRLF already,
- * no line starting with a dot) is sent as is, without a copy.
+ * The DATA payload for a message: CRLF line ends only, a dot doubled at the start of every line
+ * (RFC 5321 4.5.2), then the terminating dot. The usual message (CRLF already, no line starting
+ * with a dot) is sent as is, without a copy.
+ *
+ * A bare CR or bare LF counts as a line end and leaves as CRLF, its next line dot-stuffed. The
+ * renderer already normalises every message before signing it (src/lib/line-ends.ts); this is
+ * the last line of defence against SMTP smuggling (`<CR>.<CR>` or `<LF>.<LF>` that a receiver
+ * could take for the end of data), at the cost of a DKIM body hash that no longer matches.
  */
 export function dataPayload(raw: Buffer): Buffer[] {
-  let clean = raw[0] !== 0x2e;
-  for (let nl = raw.indexOf(10); clean && nl !== -1; nl = raw.indexOf(10, nl + 1)) {
-    if (nl === 0 || raw[nl - 1] !== 13 || raw[nl + 1] === 0x2e) clean = false;
-  }
-  if (clean) {
+  if (raw.length === 0) return [END];
+  if (raw[0] !== 0x2e && raw.indexOf('\n.') === -1 && !hasBareLineEnd(raw)) {
     const endsWithCrlf = raw.length >= 2 && raw[raw.length - 2] === 13 && raw[raw.length - 1] === 10;
-    return raw.length === 0 ? [END] : [raw, endsWithCrlf ? END : CRLF_END];
+    return [raw, endsWithCrlf ? END : CRLF_END];
   }
-  const out: Buffer[] = [];
-  let start = 0;
-  while (start < raw.length) {
-    let nl = raw.indexOf(10, start);
-    const last = nl === -1;
-    if (last) nl = raw.length;
-    const end = nl > start && raw[nl - 1] === 13 ? nl - 1 : nl;
-    if (raw[start] === 0x2e) out.push(Buffer.from('.'));
-    out.push(raw.subarray(start, end), CRLF);
-    start = nl + 1;
-    if (last) break;
-  }
-  out.push(END);
-  return out;
+  const lines = raw.toString('latin1').split(/\r\n|\r|\n/);
+  if (lines[lines.length - 1] === '') lines.pop();
+  const text = lines.map((line) => (line.charCodeAt(0) === 0x2e ? `.${line}` : line)).join('\r\n');
+  return [Buffer.from(`${text}\r\n`, 'latin1'), END];
 }
 
 /** True when the message has bytes above 127 (it then needs BODY=8BITMIME where offered). */
