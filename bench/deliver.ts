@@ -119,7 +119,7 @@ async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: 
       recipients: Array.from({ length: Math.min(10_000, N - start) }, (_, i) => ({ email: `r${start + i}@dest.test` })),
       content: { subject: 'Receipt', text: TEXT, html: HTML },
     };
-    const input = validateTransmission(body as never, 'Shop <shop@bench.test>');
+    const input = await validateTransmission(body as never, 'Shop <shop@bench.test>');
     await c.database.db.transaction().execute((trx) => c.transmissions.accept(trx, tenant.tenant_id, input));
   }
   await c.close();

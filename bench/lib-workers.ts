@@ -74,7 +74,7 @@ export async function queueBacklog(env: Record<string, string>, n: number, perTr
         content: { subject: `Receipt ${start}`, ...bodies(start) },
         options: { tags: ['receipt'], metadata: { order: String(start) } },
       };
-      inputs.push(validateTransmission(body as never, 'Shop <shop@bench.test>'));
+      inputs.push(await validateTransmission(body as never, 'Shop <shop@bench.test>'));
       if (inputs.length === 500 || start + perTransmission >= n) {
         const batch = inputs.splice(0);
         await c.database.db.transaction().execute(async (trx) => {

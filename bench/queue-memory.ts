@@ -42,7 +42,7 @@ async function run(queued: number, sinkPort: number, dnsAddress: string) {
   const tenant = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
   await c.domains.create(tenant.tenant_id, await c.domains.prepare({ domain: 'bench.test' }));
   // One real transmission carries the content; its message rows are multiplied directly.
-  const input = validateTransmission(
+  const input = await validateTransmission(
     {
       recipients: [{ email: 'r0@dest.test' }],
       content: { subject: 'Receipt', text: 'Thanks for your order.' },
