@@ -1,3 +1,6 @@
+import libmime from 'libmime';
+import addressparser from 'nodemailer/lib/addressparser/index.js';
+
 /**
  * Address validation and parsing shared by the API and SMTP paths. Deliberately strict about
  * control characters: a CR or LF in an address or header value is header injection.
@@ -37,6 +40,12 @@ export function normalizeEmail(email: string): string {
   return `${trimmed.slice(0, at)}@${trimmed.slice(at + 1).toLowerCase()}`;
 }
 
+/** A sender address as written, with only the domain lower-cased (shown to recipients). */
+function lowerDomain(email: string): string {
+  const at = email.lastIndexOf('@');
+  return `${email.slice(0, at)}@${email.slice(at + 1).toLowerCase()}`;
+}
+
 export function domainOf(email: string): string {
   return email.slice(email.lastIndexOf('@') + 1).toLowerCase();
 }
@@ -46,16 +55,65 @@ export interface Mailbox {
   email: string;
 }
 
-/** Parses `addr@x.y` or `Display Name <addr@x.y>` (name optionally quoted). Null if invalid. */
-export function parseMailbox(value: string): Mailbox | null {
-  if (hasControlChars(value)) return null;
-  const v = value.trim();
-  const m = /^(.*?)\s*<([^<>]+)>$/.exec(v);
-  if (m) {
-    let name = (m[1] ?? '').trim();
-    if (name.startsWith('"') && name.endsWith('"') && name.length >= 2) name = name.slice(1, -1);
-    const email = (m[2] ?? '').trim();
-    return isValidEmail(email) ? { name: name || null, email: normalizeEmail(email) } : null;
+export type MailboxCheck = { mailbox: Mailbox } | { error: string };
+
+/** Things in a display name that read as an address (`x@y`), checked after decoding. */
+const ADDRESS_LIKE = /[^\s<>()[\]"',;:@]+@[^\s<>()[\]"',;:@]+/g;
+
+/** RFC 2047 encoded words decoded: a name is judged by what a mail client will display. */
+export function decodeWords(value: string): string {
+  return value.includes('=?') ? libmime.decodeWords(value) : value;
+}
+
+/**
+ * True when a display name shows an address other than `address` (a name showing the
+ * mailbox's own address, as Outlook writes it, is fine).
+ */
+export function nameShowsOtherAddress(name: string, address: string): boolean {
+  const own = address.toLowerCase();
+  return (name.match(ADDRESS_LIKE) ?? []).some((a) => a.toLowerCase() !== own);
+}
+
+/**
+ * Parses a From / Reply-To / default sender value into exactly one mailbox, with the parser the
+ * MIME builder uses (nodemailer's addressparser), so the address checked is the address sent.
+ * Refuses lists, groups, a missing or invalid address and display names that show another
+ * address (`"ceo@bank.test" <me@mine.test>`, or text after the address such as
+ * `Boss <ceo@a.test> <me@mine.test>`, which addressparser folds into the name).
+ */
+export function checkMailbox(value: string): MailboxCheck {
+  if (hasControlChars(value)) return { error: 'must not contain control characters (CR/LF)' };
+  const entries = addressparser(value);
+  if (entries.length > 1) {
+    return { error: 'must be exactly one address (quote a display name that contains a comma)' };
   }
-  return isValidEmail(v) ? { name: null, email: normalizeEmail(v) } : null;
+  const entry = entries[0];
+  if (!entry) return { error: 'must be an address like "Name <user@example.com>"' };
+  if ('group' in entry) return { error: 'must be one address, not a group' };
+  const address = entry.address.trim();
+  if (!isValidEmail(address)) return { error: 'must be an address like "Name <user@example.com>"' };
+  const name = decodeWords(entry.name ?? '').trim();
+  if (hasControlChars(name)) return { error: 'display name must not contain control characters' };
+  // Decoding must be final: a name that still decodes would read differently in some clients.
+  if (decodeWords(name) !== name) return { error: 'display name must not hold encoded words within encoded words' };
+  if (nameShowsOtherAddress(name, address)) return { error: 'display name must not contain another address' };
+  return { mailbox: { name: name || null, email: lowerDomain(address) } };
+}
+
+/** checkMailbox's mailbox, or null when the value is not exactly one acceptable mailbox. */
+export function parseMailbox(value: string): Mailbox | null {
+  const res = checkMailbox(value);
+  return 'mailbox' in res ? res.mailbox : null;
+}
+
+/**
+ * The stored form of a mailbox: `Name <address>`, `"Name, Inc." <address>` or `address`. checkMailbox reads it back as
+ * the same mailbox (names are quoted, quotes and backslashes escaped, control characters dropped).
+ */
+export function formatMailbox(m: Mailbox): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point
+  const name = (m.name ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  if (!name) return m.email;
+  // Plain words stay unquoted (as nodemailer writes them); anything else is a quoted string.
+  return /^[A-Za-z0-9_ ']+$/.test(name) ? `${name} <${m.email}>` : `"${name.replace(/["\\]/g, '\\$&')}" <${m.email}>`;
 }

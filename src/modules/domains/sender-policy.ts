@@ -39,7 +39,8 @@ export class VerifiedDomainsCache {
 }
 
 /**
- * The accept-time sender check (CONTRACT section 10). Outside development mode the From domain
+ * The accept-time sender check (CONTRACT section 10). Outside development mode every domain the
+ * message claims to be from (the From address; over SMTP every From mailbox and the Sender)
  * must be a verified sending domain of the tenant, or a subdomain of one: a DKIM signature by
  * the parent domain aligns with the From under DMARC's relaxed alignment, as SES allows too.
  * Pass the DomainsService's cache so this node's verifications and deletions apply at once.
@@ -48,15 +49,16 @@ export function createSenderPolicy(
   config: Pick<Config, 'devMode'>,
   cache: VerifiedDomainsCache = new VerifiedDomainsCache(),
 ): SenderPolicy {
-  return async (db, tenantId, fromDomain) => {
+  return async (db, tenantId, senderDomains) => {
     if (config.devMode) return;
     const verified = await cache.get(db, tenantId);
-    const domain = fromDomain.toLowerCase();
-    if (domain && candidateDomains(domain).some((d) => verified.has(d))) return;
+    const domains = senderDomains.map((d) => d.toLowerCase());
+    const refused = domains.length === 0 ? '' : domains.find((d) => !candidateDomains(d).some((c) => verified.has(c)));
+    if (refused === undefined) return;
     throw new AppError(
       'sender_domain_not_verified',
-      domain
-        ? `The From domain ${domain} is not a verified sending domain of this account`
+      refused
+        ? `The From domain ${refused} is not a verified sending domain of this account`
         : 'The message has no From address on a verified sending domain',
       { field: 'content.from' },
     );

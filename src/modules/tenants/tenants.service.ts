@@ -1,7 +1,7 @@
 import type { Database } from '../../db/index.ts';
 import type { TenantsTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
-import { parseMailbox } from '../../lib/email.ts';
+import { checkMailbox, formatMailbox } from '../../lib/email.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ApiKeysService } from '../api-keys/api-keys.service.ts';
@@ -30,14 +30,14 @@ export class TenantsService {
     const name = input.name.trim();
     const errors: { field: string; message: string }[] = [];
     if (name.length < 1 || name.length > 200) errors.push({ field: 'name', message: 'name must be 1-200 characters' });
-    if (input.from !== undefined && !parseMailbox(input.from)) {
-      errors.push({ field: 'from', message: 'from must be an address like "Name <user@example.com>"' });
-    }
+    // The default sender becomes a From header: the same one-mailbox rule as content.from.
+    const from = input.from === undefined ? null : checkMailbox(input.from);
+    if (from && 'error' in from) errors.push({ field: 'from', message: `from ${from.error}` });
     if (errors.length) throw validationError(errors);
     const row: TenantsTable = {
       id: newId(),
       name,
-      default_from: input.from?.trim() ?? null,
+      default_from: from && 'mailbox' in from ? formatMailbox(from.mailbox) : null,
       rate_limit_rps: null,
       rate_limit_burst: null,
       created_at: nowIso(),

@@ -21,8 +21,8 @@ import type { AcceptInput, StoredContent } from './transmissions.validate.ts';
 
 export type AcceptResult = Static<typeof AcceptedTransmission>;
 
-/** Checks that the From domain may be used by the tenant; throws AppError otherwise. */
-export type SenderPolicy = (db: Executor, tenantId: string, fromDomain: string) => Promise<void>;
+/** Checks that every sender domain may be used by the tenant; throws AppError otherwise. */
+export type SenderPolicy = (db: Executor, tenantId: string, senderDomains: readonly string[]) => Promise<void>;
 
 /**
  * Accepting mail. accept() writes the transmission, one message row per recipient (queued, or
@@ -37,7 +37,7 @@ export class TransmissionsService {
   ) {}
 
   async accept(trx: Executor, tenantId: string, input: AcceptInput): Promise<AcceptResult> {
-    await this.senderPolicy(trx, tenantId, input.fromDomain);
+    await this.senderPolicy(trx, tenantId, input.senderDomains);
     const transmissionId = newId();
     const now = nowIso();
     const due = input.startTime && input.startTime > now ? input.startTime : now;

@@ -1,5 +1,12 @@
 import type { Static } from '@sinclair/typebox';
-import { hasControlChars, normalizeEmail, parseMailbox, isValidEmail } from '../../lib/email.ts';
+import {
+  checkMailbox,
+  domainOf,
+  formatMailbox,
+  hasControlChars,
+  isValidEmail,
+  normalizeEmail,
+} from '../../lib/email.ts';
 import { validationError } from '../../lib/errors.ts';
 import { HEADER_NAME, RESERVED_HEADERS } from '../delivery/mime.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
@@ -44,8 +51,11 @@ export interface AcceptInput {
   metadata: Record<string, string>;
   options: { sandbox: boolean; open_tracking: boolean; click_tracking: boolean };
   startTime: string | null;
-  /** Domain of the From address (sender-domain policy). */
-  fromDomain: string;
+  /**
+   * Domains the message claims to be from (sender-domain policy): the From address; over SMTP
+   * every From mailbox and the Sender.
+   */
+  senderDomains: string[];
 }
 
 const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}\s*$/;
@@ -69,15 +79,20 @@ export function validateTransmission(body: TransmissionRequest, defaultFrom: str
   const c = body.content;
   const o = body.options ?? {};
 
+  // From and Reply-To are parsed once, here, by the parser the MIME builder uses; what is stored
+  // (and so sent) is rebuilt from the parsed mailbox, never the string as given.
   const fromRaw = c.from ?? defaultFrom;
-  const from = fromRaw ? parseMailbox(fromRaw) : null;
-  if (!fromRaw)
+  const from = fromRaw ? checkMailbox(fromRaw) : null;
+  if (!from)
     problems.push({ field: 'content.from', message: 'content.from is required (the tenant has no default sender)' });
-  else if (!from)
-    problems.push({ field: 'content.from', message: 'content.from must be an address like "Name <user@example.com>"' });
-  if (c.reply_to !== undefined && !parseMailbox(c.reply_to)) {
-    problems.push({ field: 'content.reply_to', message: 'content.reply_to must be a valid address' });
-  }
+  else if ('error' in from)
+    problems.push({
+      field: 'content.from',
+      message: `${c.from === undefined ? "the tenant's default sender" : 'content.from'} ${from.error}`,
+    });
+  const replyTo = c.reply_to === undefined ? null : checkMailbox(c.reply_to);
+  if (replyTo && 'error' in replyTo)
+    problems.push({ field: 'content.reply_to', message: `content.reply_to ${replyTo.error}` });
   if (hasControlChars(c.subject))
     problems.push({ field: 'content.subject', message: 'content.subject must not contain control characters (CR/LF)' });
   if (c.text === undefined && c.html === undefined && c.template_id === undefined) {
@@ -146,8 +161,8 @@ export function validateTransmission(body: TransmissionRequest, defaultFrom: str
     recipients,
     content: {
       subject: c.subject,
-      from: fromRaw as string,
-      reply_to: c.reply_to ?? null,
+      from: from && 'mailbox' in from ? formatMailbox(from.mailbox) : '',
+      reply_to: replyTo && 'mailbox' in replyTo ? formatMailbox(replyTo.mailbox) : null,
       text: c.text ?? null,
       html: c.html ?? null,
       headers: c.headers ?? {},
@@ -168,6 +183,6 @@ export function validateTransmission(body: TransmissionRequest, defaultFrom: str
       click_tracking: o.click_tracking ?? true,
     },
     startTime,
-    fromDomain: (from?.email ?? '').split('@')[1] ?? '',
+    senderDomains: from && 'mailbox' in from ? [domainOf(from.mailbox.email)] : [],
   };
 }
