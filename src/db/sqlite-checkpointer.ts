@@ -7,6 +7,13 @@
  * (SMTP submission p99 141 ms with in-commit checkpoints vs 17 ms without, same run, see
  * docs/benchmarks.md). Here the main connection never checkpoints; a worker thread with its own
  * connection runs a PASSIVE checkpoint every `intervalMs`, which does not block the writer.
+ * Under steady writes a PASSIVE checkpoint never lets the WAL start over, so once the WAL holds
+ * `restartFrames` frames the thread also runs a RESTART checkpoint that never waits for a lock
+ * (see sqlite-checkpoint-thread.js): the WAL stays near that size instead of growing without bound.
+ * If the writer is so busy that the thread never finds it between two transactions and the WAL
+ * passes twice that size, the main connection runs the RESTART itself the next time it is
+ * outside a transaction (the thread has already copied nearly everything, so that costs a short
+ * copy and a sync rather than a stall).
  *
  * Durability is unchanged: committed data is in the WAL either way, and the last connection to
  * close checkpoints what is left. If the thread cannot run, the main connection goes back to
@@ -21,7 +28,17 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-export function startCheckpointer(raw: SqliteDatabase.Database, file: string, intervalMs = 200): Checkpointer {
+export interface CheckpointerOptions {
+  intervalMs?: number;
+  /** WAL frames (pages) after which the thread starts the WAL over; default 4,096 (16 MB of 4 KB pages). */
+  restartFrames?: number;
+}
+
+export function startCheckpointer(
+  raw: SqliteDatabase.Database,
+  file: string,
+  { intervalMs = 200, restartFrames = 4096 }: CheckpointerOptions = {},
+): Checkpointer {
   // After a full checkpoint the WAL restarts from the beginning; this keeps the file itself
   // from staying at its largest size.
   raw.pragma('journal_size_limit = 67108864');
@@ -32,7 +49,7 @@ export function startCheckpointer(raw: SqliteDatabase.Database, file: string, in
   let worker: Worker;
   try {
     // execArgv: []: the thread is plain JavaScript and needs none of the parent's loaders (tsx).
-    worker = new Worker(THREAD, { workerData: { file, intervalMs }, execArgv: [] });
+    worker = new Worker(THREAD, { workerData: { file, intervalMs, restartFrames }, execArgv: [] });
   } catch {
     fallBack();
     return { stop: async () => {} };
@@ -42,6 +59,38 @@ export function startCheckpointer(raw: SqliteDatabase.Database, file: string, in
   let stopped = false;
   worker.on('exit', () => {
     if (!stopped) fallBack();
+  });
+  let restartQueued = false;
+  const restartHere = (tries: number) => {
+    restartQueued = false;
+    if (stopped || !raw.open || tries <= 0) return;
+    let done = false;
+    // Inside an open transaction (Kysely awaiting between statements) a checkpoint cannot run;
+    // while a streamed query is being read, better-sqlite3 refuses any other call (caught).
+    if (!raw.inTransaction) {
+      try {
+        const timeout = raw.pragma('busy_timeout', { simple: true }) as number;
+        // Never wait here either: a reader holding an old snapshot must not stall the event loop.
+        raw.pragma('busy_timeout = 0');
+        try {
+          const [r] = raw.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
+          done = r?.busy === 0;
+        } finally {
+          raw.pragma(`busy_timeout = ${timeout}`);
+        }
+      } catch {}
+    }
+    if (!done) {
+      // The writer was mid-transaction, or the thread was checkpointing: a little later.
+      restartQueued = true;
+      setTimeout(() => restartHere(tries - 1), 5).unref();
+    }
+  };
+  worker.on('message', (m: { walFrames?: number; restarted?: boolean }) => {
+    if (!restartQueued && !m.restarted && (m.walFrames ?? 0) >= 2 * restartFrames) {
+      restartQueued = true;
+      setImmediate(() => restartHere(20));
+    }
   });
   return {
     async stop() {
