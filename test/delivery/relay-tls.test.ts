@@ -51,7 +51,9 @@ async function sendThroughRelay(sinkOptions: SinkMxOptions, url: (port: number) 
   for (;;) {
     const m = await call(ctx.app, 'GET', `/v1/messages/${messageId}`, { key: t.apiKey });
     const body = m.json() as { state: string; attempts: AttemptView[] };
-    if (body.attempts.length > 0) return { relay, message: body, attempt: body.attempts[0] as AttemptView };
+    // Message row and attempts are read apart: wait until both show the recorded outcome.
+    if (body.attempts.length > 0 && body.state !== 'sending' && body.state !== 'queued')
+      return { relay, message: body, attempt: body.attempts[0] as AttemptView };
     if (Date.now() > deadline) throw new Error(`no attempt recorded after 20 s (state ${body.state})`);
     await new Promise((r) => setTimeout(r, 50));
   }
