@@ -111,7 +111,7 @@ async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: 
   const c = await createContainer(config, createLogger('warn'));
   const tenant = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
   // A sending domain gives the worker its RSA-2048 DKIM key (dev mode signs with a pending domain).
-  await c.domains.create(tenant.tenant_id, await c.domains.prepare({ domain: 'bench.test' }));
+  await c.domains.create(tenant.tenant_id, await c.domains.prepare(tenant.tenant_id, { domain: 'bench.test' }));
   // Queue the messages through the real accept path (10,000 recipients per transmission).
   const { validateTransmission } = await import('../src/modules/transmissions/transmissions.validate.ts');
   for (let start = 0; start < N; start += 10_000) {

@@ -64,7 +64,7 @@ export async function queueBacklog(env: Record<string, string>, n: number, perTr
   const t0 = performance.now();
   try {
     const tenant = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
-    await c.domains.create(tenant.tenant_id, await c.domains.prepare({ domain: 'bench.test' }));
+    await c.domains.create(tenant.tenant_id, await c.domains.prepare(tenant.tenant_id, { domain: 'bench.test' }));
     const inputs = [];
     for (let start = 0; start < n; start += perTransmission) {
       const body = {

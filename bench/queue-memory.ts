@@ -40,7 +40,7 @@ async function run(queued: number, sinkPort: number, dnsAddress: string) {
   };
   const c = await createContainer(loadConfig({ ...process.env, ...env }), createLogger('warn'));
   const tenant = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
-  await c.domains.create(tenant.tenant_id, await c.domains.prepare({ domain: 'bench.test' }));
+  await c.domains.create(tenant.tenant_id, await c.domains.prepare(tenant.tenant_id, { domain: 'bench.test' }));
   // One real transmission carries the content; its message rows are multiplied directly.
   const input = await validateTransmission(
     {

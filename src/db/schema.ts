@@ -12,6 +12,8 @@ export interface TenantsTable {
   default_from: string | null;
   rate_limit_rps: number | null;
   rate_limit_burst: number | null;
+  /** Cap on sending domains; null = POSTYARD_MAX_DOMAINS_PER_TENANT (migration 008). */
+  max_sending_domains?: number | null;
   created_at: string;
 }
 

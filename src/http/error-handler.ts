@@ -13,6 +13,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   idempotency_key_reused: 409,
   idempotency_in_progress: 409,
+  domain_limit_reached: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   validation_failed: 422,

@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'validation_failed'
   | 'sender_domain_not_verified'
+  | 'domain_limit_reached'
   | 'rate_limited'
   | 'internal_error'
   | 'unavailable';

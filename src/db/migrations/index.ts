@@ -4,6 +4,7 @@ import * as m002 from './002_sending_domains.ts';
 import * as m003 from './003_webhooks.ts';
 import * as m004 from './004_dashboard.ts';
 import * as m005 from './005_claimable_index.ts';
+import * as m008 from './008_tenant_domain_limit.ts';
 import * as m006 from './006_attempt_tls_policy.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
@@ -13,5 +14,6 @@ export const migrations: Record<string, Migration> = {
   '003_webhooks': m003,
   '004_dashboard': m004,
   '005_claimable_index': m005,
+  '008_tenant_domain_limit': m008,
   '006_attempt_tls_policy': m006,
 };

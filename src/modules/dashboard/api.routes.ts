@@ -214,7 +214,7 @@ export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
       }),
     },
     async (req, reply) => {
-      const prepared = await c.domains.prepare(req.body as { domain: string });
+      const prepared = await c.domains.prepare(tenant(req), req.body as { domain: string });
       return reply.code(201).send(await c.domains.create(tenant(req), prepared));
     },
   );

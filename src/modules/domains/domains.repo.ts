@@ -103,3 +103,35 @@ export async function deleteDomain(db: Executor, tenantId: string, id: string): 
     .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
+
+export async function countDomains(db: Executor, tenantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('sending_domains')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** The tenant's own cap on sending domains (tenants.max_sending_domains), null = the default. */
+export async function findDomainLimit(db: Executor, tenantId: string): Promise<number | null> {
+  const row = await db
+    .selectFrom('tenants')
+    .select('max_sending_domains')
+    .where('id', '=', tenantId)
+    .executeTakeFirst();
+  return row?.max_sending_domains ?? null;
+}
+
+/**
+ * Serializes domain creations of one tenant until the transaction ends, so a count-then-insert
+ * cannot go past the cap: a no-op UPDATE takes the tenant row's lock on PostgreSQL (SQLite
+ * already has one writer at a time).
+ */
+export async function lockTenant(db: Executor, tenantId: string): Promise<void> {
+  await db
+    .updateTable('tenants')
+    .set((eb) => ({ id: eb.ref('id') }))
+    .where('id', '=', tenantId)
+    .execute();
+}

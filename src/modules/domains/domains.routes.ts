@@ -49,7 +49,7 @@ export function registerDomainRoutes(app: FastifyInstance, c: Container) {
     },
     async (req, reply) => {
       const tenantId = authOf(req).tenantId;
-      const prepared = await c.domains.prepare(req.body as { domain: string });
+      const prepared = await c.domains.prepare(tenantId, req.body as { domain: string });
       return replyIdempotent(c, req, reply, async (trx) => ({
         status: 201,
         body: await c.domains.create(tenantId, prepared, trx),

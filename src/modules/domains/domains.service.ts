@@ -1,28 +1,29 @@
-import { generateKeyPair, randomInt } from 'node:crypto';
-import { promisify } from 'node:util';
+import { randomInt } from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { SendingDomainsTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts';
-import { notFound, validationError } from '../../lib/errors.ts';
+import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import { generateDkimKey } from './dkim-keygen.ts';
 import { buildRecords, type CheckResult, DnsChecker, type DnsRecord, RETURN_PATH_LABEL } from './dns-records.ts';
 import { candidateDomains, normalizeDomain } from './domain-names.ts';
 import {
+  countDomains,
   deleteDomain,
   findDomain,
   findDomainByName,
+  findDomainLimit,
   findDomainsNamed,
   findVerifiedOwner,
   insertDomain,
   listDomains,
+  lockTenant,
   updateDomain,
 } from './domains.repo.ts';
 import { VerifiedDomainsCache } from './sender-policy.ts';
-
-const generateKeyPairAsync = promisify(generateKeyPair);
 
 export type DomainStatus = SendingDomainsTable['status'];
 
@@ -46,6 +47,11 @@ export interface PreparedDomain {
   selector: string;
   privateKeyPem: string;
   publicKeyBase64: string;
+  /**
+   * Why create() must refuse, found before making a key (cap reached, already added). Thrown by
+   * create() rather than prepare() so an Idempotency-Key replay still gets its first answer.
+   */
+  refusal?: AppError;
 }
 
 /** What the delivery worker needs to sign a message and choose its envelope sender. */
@@ -62,7 +68,7 @@ export interface SigningKey {
   returnPathDomain: string;
 }
 
-export type DomainsConfig = Pick<Config, 'devMode' | 'dnsServers' | 'bounceHost'>;
+export type DomainsConfig = Pick<Config, 'devMode' | 'dnsServers' | 'bounceHost' | 'maxDomainsPerTenant'>;
 
 /** How long a signing-key answer (including "none") is reused by this node. */
 const SIGNING_CACHE_MS = 10_000;
@@ -100,6 +106,12 @@ function isUniqueViolation(err: unknown): boolean {
 const alreadyAdded = (domain: string) =>
   validationError([{ field: 'domain', message: `${domain} is already a sending domain of this account` }]);
 
+const limitReached = (limit: number) =>
+  new AppError(
+    'domain_limit_reached',
+    `This account has reached its limit of ${limit} sending domains; delete one or ask the operator to raise the limit`,
+  );
+
 /**
  * Sending domains: a per-domain RSA-2048 DKIM key (private half sealed with the master key), the
  * DNS records to publish, verification against DNS, and the lookups used when accepting
@@ -110,6 +122,8 @@ export class DomainsService {
   readonly verifiedCache = new VerifiedDomainsCache();
   private readonly checker: DnsChecker;
   private readonly signing = new Map<string, Map<string, { value: SigningKey | null; expiresAt: number }>>();
+  /** Key generations this process has queued per tenant: they count against its cap. */
+  private readonly generating = new Map<string, number>();
 
   constructor(
     private readonly db: Executor,
@@ -120,8 +134,12 @@ export class DomainsService {
     this.checker = new DnsChecker({ servers: config.dnsServers });
   }
 
-  /** Validates the request and makes the key pair, outside any transaction (keygen takes ~100 ms). */
-  async prepare(input: { domain?: unknown }): Promise<PreparedDomain> {
+  /**
+   * Validates the request and makes the key pair, outside any transaction (keygen takes ~100 ms
+   * of a thread, and waits its turn: dkim-keygen.ts). A tenant at its cap, or whose queued
+   * creations would take it there, gets no key and create() refuses it.
+   */
+  async prepare(tenantId: string, input: { domain?: unknown }): Promise<PreparedDomain> {
     const raw = typeof input.domain === 'string' ? input.domain : '';
     const domain = normalizeDomain(raw);
     if (!domain) {
@@ -131,15 +149,28 @@ export class DomainsService {
     if (`${selector}._domainkey.${domain}`.length > MAX_NAME || `_dmarc.${domain}`.length > MAX_NAME) {
       throw validationError([{ field: 'domain', message: 'domain is too long to publish its DKIM record under it' }]);
     }
-    const { privateKey, publicKey } = await generateKeyPairAsync('rsa', {
-      modulusLength: 2048,
-      publicKeyEncoding: { type: 'spki', format: 'der' },
-      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-    });
-    return { domain, selector, privateKeyPem: privateKey, publicKeyBase64: publicKey.toString('base64') };
+    const noKey = { domain, selector, privateKeyPem: '', publicKeyBase64: '' };
+    if (await findDomainByName(this.db, tenantId, domain)) return { ...noKey, refusal: alreadyAdded(domain) };
+    const limit = await this.limitOf(this.db, tenantId);
+    const queued = this.generating.get(tenantId) ?? 0;
+    if ((await countDomains(this.db, tenantId)) + queued >= limit) return { ...noKey, refusal: limitReached(limit) };
+    this.generating.set(tenantId, queued + 1);
+    try {
+      const key = await generateDkimKey();
+      return { domain, selector, ...key };
+    } finally {
+      const left = (this.generating.get(tenantId) ?? 1) - 1;
+      if (left > 0) this.generating.set(tenantId, left);
+      else this.generating.delete(tenantId);
+    }
   }
 
   async create(tenantId: string, prepared: PreparedDomain, db: Executor = this.db): Promise<DomainView> {
+    if (prepared.refusal) throw prepared.refusal;
+    if (!db.isTransaction) return db.transaction().execute((trx) => this.create(tenantId, prepared, trx));
+    await lockTenant(db, tenantId);
+    const limit = await this.limitOf(db, tenantId);
+    if ((await countDomains(db, tenantId)) >= limit) throw limitReached(limit);
     if (await findDomainByName(db, tenantId, prepared.domain)) throw alreadyAdded(prepared.domain);
     const now = nowIso();
     const row: SendingDomainsTable = {
@@ -286,6 +317,10 @@ export class DomainsService {
     }
     perTenant.set(from, { value, expiresAt: nowMs + SIGNING_CACHE_MS });
     return value;
+  }
+
+  private async limitOf(db: Executor, tenantId: string): Promise<number> {
+    return (await findDomainLimit(db, tenantId)) ?? this.config.maxDomainsPerTenant;
   }
 
   /** Drops this node's cached answers for a tenant (other nodes follow within their TTLs). */
