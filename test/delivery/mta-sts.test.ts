@@ -146,7 +146,7 @@ describe('MTA-STS, MX with a certificate from a trusted CA', () => {
     expect(received('dan@d.sts.test')).toHaveLength(1);
   });
 
-  it('mode none and no policy: opportunistic TLS as before, recorded as "none" and null', async () => {
+  it('mode none and no policy: opportunistic TLS as before, recorded as mta_sts none and null', async () => {
     const none = await send('eve@sts.test');
     expect(none.state).toBe('delivered');
     expect(none.attempt).toMatchObject({ mta_sts: 'none', tls: true });
