@@ -4,6 +4,7 @@ import type { SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import { ConfigError } from '../config.ts';
 import type { Container } from '../container.ts';
 import { isValidEmail } from '../lib/email.ts';
+import { CrlfStream } from '../lib/line-ends.ts';
 import { createAuthHandler } from './auth.ts';
 import { SubmissionServer } from './connection.ts';
 import { SmtpLimits } from './limits.ts';
@@ -108,10 +109,13 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
     onData(stream, session, callback) {
       const conn = self().connectionOf(session.id);
       const chunks: Buffer[] = [];
+      // Line ends made CRLF chunk by chunk as the data arrives (src/lib/line-ends.ts says why);
+      // prepareSubmission then only checks.
+      const crlf = new CrlfStream();
       stream.on('data', (chunk: Buffer) => {
         // Past the limit nothing is kept: the rest is read and dropped, then answered 552.
         if (stream.sizeExceeded) chunks.length = 0;
-        else chunks.push(chunk);
+        else chunks.push(crlf.push(chunk));
       });
       // The client went away mid-message: smtp-server destroys the stream; nothing to answer.
       stream.on('error', () => {});
@@ -130,6 +134,7 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           rcptTo: session.envelope.rcptTo.map((r) => r.address),
         };
+        chunks.push(crlf.end());
         submitMessage(c, session.user as SmtpUser, Buffer.concat(chunks), envelope).then(
           (r) => {
             log.debug(
