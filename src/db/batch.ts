@@ -1,4 +1,5 @@
 import { CompiledQuery, type Insertable, PostgresAdapter } from 'kysely';
+import type { Pacer } from '../lib/pacer.ts';
 import type { Executor } from './executor.ts';
 import type { DB } from './schema.ts';
 
@@ -27,17 +28,28 @@ function insertSql(pg: boolean, table: string, cols: string[], rows: number): st
   return text;
 }
 
-/** Multi-row INSERT split into chunks that respect the bound-parameter limits. */
+/** Rows per statement when paced: a few ms of SQLite work each, so the pacer can yield between them. */
+const PACED_ROWS = 500;
+
+/**
+ * Multi-row INSERT split into chunks that respect the bound-parameter limits. With `pace`, the
+ * chunks are smaller and the event loop gets a turn between them when the slice is used up: the
+ * caller's transaction stays open across that turn, which is safe because Kysely hands the
+ * connection to nobody else until it ends (SQLite: one connection; PostgreSQL: this client).
+ */
 export async function insertMany<T extends keyof DB & string>(
   db: Executor,
   table: T,
   rows: Insertable<DB[T]>[],
+  pace?: Pacer,
 ): Promise<void> {
   if (rows.length === 0) return;
   const cols = Object.keys(rows[0] as object);
   const pg = db.getExecutor().adapter instanceof PostgresAdapter;
-  const chunk = Math.max(1, Math.floor(MAX_PARAMS / (cols.length || 1)));
+  const byParams = Math.max(1, Math.floor(MAX_PARAMS / (cols.length || 1)));
+  const chunk = pace ? Math.min(byParams, PACED_ROWS) : byParams;
   for (let i = 0; i < rows.length; i += chunk) {
+    if (pace && i > 0) await pace.tick();
     const part = rows.slice(i, i + chunk) as Record<string, unknown>[];
     const params: unknown[] = [];
     for (const row of part) {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError, validationError } from '../lib/errors.ts';
+import { Pacer, yieldToLoop } from '../lib/pacer.ts';
 import { fieldPath } from './error-handler.ts';
 
 /**
@@ -20,6 +21,9 @@ import { fieldPath } from './error-handler.ts';
  */
 export const MAX_JSON_DEPTH = 64;
 
+/** Bodies above this size (bytes) get event-loop turns between the steps that walk them whole. */
+export const BIG_BODY_BYTES = 256 * 1024;
+
 type Key = string | number;
 type Finding = { tooDeep: true } | { nulAt: Key[] } | null;
 
@@ -31,7 +35,7 @@ interface Node {
 }
 
 /** Breadth-first, without recursion (the input may be deeper than the stack). */
-function scan(root: unknown): Finding {
+async function scan(root: unknown, pace?: Pacer): Promise<Finding> {
   if (!root || typeof root !== 'object') return typeof root === 'string' && root.includes('\0') ? { nulAt: [] } : null;
   const nodes: Node[] = [{ value: root, depth: 1, parent: -1, key: '' }];
   const pathTo = (i: number, last: Key): Key[] => {
@@ -42,6 +46,8 @@ function scan(root: unknown): Finding {
   for (let i = 0; i < nodes.length; i++) {
     const node = nodes[i] as Node;
     if (node.depth > MAX_JSON_DEPTH) return { tooDeep: true };
+    const turn = pace?.tick();
+    if (turn) await turn;
     const entries: Iterable<[Key, unknown]> = Array.isArray(node.value)
       ? node.value.entries()
       : Object.entries(node.value);
@@ -77,13 +83,18 @@ export function installInputGuard(app: FastifyInstance) {
     if (Object.values(params).some((v) => typeof v === 'string' && v.includes('\0'))) {
       throw new AppError('not_found', 'Resource not found');
     }
-    const query = scan(req.query);
+    const query = await scan(req.query);
     if (query && 'nulAt' in query) {
       const field = String(query.nulAt[0] ?? '');
       throw new AppError('invalid_parameter', `${field} ${NUL}`, { field });
     }
     if (req.body === null || typeof req.body !== 'object') return;
-    const body = scan(req.body);
+    // A big body was just parsed in one synchronous stretch; scanning it and then Ajv are two
+    // more: give the event loop a turn before each (issue 13, item 9).
+    const big = Number(req.headers['content-length'] ?? 0) > BIG_BODY_BYTES;
+    if (big) await yieldToLoop();
+    const body = await scan(req.body, big ? new Pacer() : undefined);
+    if (big) await yieldToLoop();
     if (!body) return;
     if ('tooDeep' in body) {
       throw new AppError('invalid_json', `Request body is nested deeper than ${MAX_JSON_DEPTH} levels`);

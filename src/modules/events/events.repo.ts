@@ -1,5 +1,6 @@
 import { insertMany } from '../../db/batch.ts';
 import type { Executor } from '../../db/executor.ts';
+import type { Pacer } from '../../lib/pacer.ts';
 import type { EventTagsTable, EventsTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
@@ -30,14 +31,19 @@ export function toEventRow(e: NewEvent, at: string = nowIso()): EventsTable {
  * Appends events, their webhook outbox rows and their tag index rows, all in the caller's
  * transaction: the dispatcher sees an event exactly when the change it reports is committed.
  */
-export async function insertEvents(db: Executor, events: NewEvent[]): Promise<EventsTable[]> {
+export async function insertEvents(db: Executor, events: NewEvent[], pace?: Pacer): Promise<EventsTable[]> {
   const at = nowIso();
-  const rows = events.map((e) => toEventRow(e, at));
-  await insertMany(db, 'events', rows);
+  const rows: EventsTable[] = [];
+  for (const e of events) {
+    rows.push(toEventRow(e, at));
+    if (pace) await pace.tick();
+  }
+  await insertMany(db, 'events', rows, pace);
   await insertMany(
     db,
     'webhook_outbox',
     rows.map((r) => ({ event_id: r.id, tenant_id: r.tenant_id })),
+    pace,
   );
   const tags: EventTagsTable[] = [];
   events.forEach((e, i) => {
@@ -45,7 +51,7 @@ export async function insertEvents(db: Executor, events: NewEvent[]): Promise<Ev
     if (!id) return;
     for (const tag of new Set(e.tags)) tags.push({ tenant_id: e.tenantId, tag, event_id: id });
   });
-  await insertMany(db, 'event_tags', tags);
+  await insertMany(db, 'event_tags', tags, pace);
   return rows;
 }
 

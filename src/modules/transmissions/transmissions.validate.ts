@@ -8,6 +8,7 @@ import {
   normalizeEmail,
 } from '../../lib/email.ts';
 import { validationError } from '../../lib/errors.ts';
+import { Pacer } from '../../lib/pacer.ts';
 import { HEADER_NAME, RESERVED_HEADERS } from '../delivery/mime.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
 
@@ -74,7 +75,11 @@ function checkMetadata(meta: Record<string, string>, field: string, problems: Pr
  * Semantic validation of a structurally valid body. Collects every problem (one 422 entry per
  * field) and returns the normalized transmission plus the recipient list in request order.
  */
-export function validateTransmission(body: TransmissionRequest, defaultFrom: string | null): AcceptInput {
+export async function validateTransmission(
+  body: TransmissionRequest,
+  defaultFrom: string | null,
+  pace: Pacer = new Pacer(),
+): Promise<AcceptInput> {
   const problems: Problem[] = [];
   const c = body.content;
   const o = body.options ?? {};
@@ -140,7 +145,8 @@ export function validateTransmission(body: TransmissionRequest, defaultFrom: str
   }
 
   const recipients: AcceptRecipient[] = [];
-  body.recipients.forEach((r, i) => {
+  // Up to 10,000 recipients: paced, so the event loop gets turns in between (issue 13, item 9).
+  for (const [i, r] of body.recipients.entries()) {
     const email = r.email.trim();
     if (!isValidEmail(email)) problems.push({ field: `recipients[${i}].email`, message: 'not a valid email address' });
     if (r.name !== undefined && hasControlChars(r.name))
@@ -153,7 +159,8 @@ export function validateTransmission(body: TransmissionRequest, defaultFrom: str
       substitutionData: r.substitution_data ?? null,
       metadata,
     });
-  });
+    await pace.tick();
+  }
 
   if (problems.length) throw validationError(problems);
   return {
