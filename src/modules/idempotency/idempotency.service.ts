@@ -179,13 +179,37 @@ export class IdempotencyService {
     throw inProgress();
   }
 
-  /** Periodic cleanup of keys past the retention window. Returns how many were removed. */
-  async purgeExpired(): Promise<number> {
-    const res = await this.database.db
-      .deleteFrom('idempotency_keys')
-      .where('expires_at', '<=', isoAt(Date.now()))
-      .executeTakeFirst();
-    return Number(res.numDeletedRows);
+  /**
+   * Periodic cleanup of keys past the retention window. Returns how many were removed.
+   * In batches of `batch` rows with an event-loop turn between them: one DELETE of a day's keys
+   * (100,000 rows) would hold SQLite's synchronous driver, so the whole process, and the write
+   * lock for its duration. At most `maxRows` per run; the next run (under its lease) goes on.
+   */
+  async purgeExpired({ batch = 1000, maxRows = 200_000 }: { batch?: number; maxRows?: number } = {}): Promise<number> {
+    const now = isoAt(Date.now());
+    let removed = 0;
+    while (removed < maxRows) {
+      const res = await this.database.db
+        .deleteFrom('idempotency_keys')
+        .where((eb) =>
+          eb(
+            eb.refTuple('tenant_id', 'scope', 'key'),
+            'in',
+            eb
+              .selectFrom('idempotency_keys')
+              .select(['tenant_id', 'scope', 'key'])
+              .where('expires_at', '<=', now)
+              .limit(Math.min(batch, maxRows - removed))
+              .$asTuple('tenant_id', 'scope', 'key'),
+          ),
+        )
+        .executeTakeFirst();
+      const n = Number(res.numDeletedRows);
+      removed += n;
+      if (n === 0) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    return removed;
   }
 }
 
