@@ -32,12 +32,16 @@ export function isValidEmail(email: string): boolean {
   return isValidDomain(domain);
 }
 
-/** Trims and lower-cases the domain part (local parts are case-sensitive by RFC 5321). */
+/**
+ * The one identity of a recipient address: trimmed and lower-cased as a whole. De-duplication,
+ * suppressions (create, upsert, CSV import, automatic), the suppression `identifier` filter and
+ * the events `recipient` filter all use it, so `Ann@x.test` and `ann@x.test` are one address
+ * everywhere. RFC 5321 lets a receiver treat local parts as case-sensitive, but mailbox
+ * providers do not, and every email service suppresses case-insensitively: a case variant must
+ * never slip past an unsubscribe or a hard bounce.
+ */
 export function normalizeEmail(email: string): string {
-  const trimmed = email.trim();
-  const at = trimmed.lastIndexOf('@');
-  if (at < 0) return trimmed;
-  return `${trimmed.slice(0, at)}@${trimmed.slice(at + 1).toLowerCase()}`;
+  return email.trim().toLowerCase();
 }
 
 /** A sender address as written, with only the domain lower-cased (shown to recipients). */

@@ -37,7 +37,7 @@ describe('suppressions', () => {
     expect(res).toEqual({ created: 1, updated: 0 });
     const page = await client.suppressions.list({ identifier: 'Bob@EXAMPLE.com' });
     const s = page.data[0] as Suppression;
-    expect(s).toMatchObject({ identifier: 'Bob@example.com', type: 'email', source: 'api' });
+    expect(s).toMatchObject({ identifier: 'bob@example.com', type: 'email', source: 'api' });
     expect(await client.suppressions.get(s.id)).toEqual(s);
     await client.suppressions.delete(s.id);
     await expect(client.suppressions.get(s.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });

@@ -180,7 +180,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in Chromium', () => {
     await page.getByLabel('Address or domain', { exact: true }).fill('Blocked@Example.com');
     await page.getByLabel('Reason').first().selectOption('complaint');
     await page.getByRole('button', { name: 'Add suppression' }).click();
-    const row = page.getByRole('row', { name: /Blocked@example\.com/ });
+    const row = page.getByRole('row', { name: /blocked@example\.com/ });
     await row.waitFor();
     expect(await row.textContent()).toContain('dashboard');
 
@@ -198,13 +198,13 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in Chromium', () => {
     await page.getByRole('row', { name: /example\.net/ }).waitFor();
 
     await screenshot(page, '06-suppressions');
-    // Search is an exact match after normalization (the domain part is case-insensitive).
+    // Search is an exact match after normalization (the whole address is case-insensitive).
     await page.getByLabel('Search address or domain').fill('Blocked@EXAMPLE.com');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.waitForURL(/identifier=Blocked%40EXAMPLE\.com/);
     await expect.poll(() => page.getByRole('row').count()).toBe(2);
     await row.getByRole('button', { name: 'Delete' }).click();
-    await page.getByRole('button', { name: 'Delete Blocked@example.com' }).click();
+    await page.getByRole('button', { name: 'Delete blocked@example.com' }).click();
     await row.waitFor({ state: 'detached' });
     const left = await ctx.c.suppressions.list(tenant.tenantId, { limit: 10, identifier: 'Blocked@example.com' });
     expect(left.data).toEqual([]);

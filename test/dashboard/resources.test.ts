@@ -125,7 +125,7 @@ describe('suppressions', () => {
     expect(add.json()).toEqual({ created: 1, updated: 0 });
     const found = (await alice.client.get('/dashboard/api/suppressions?identifier=Ann@example.com')).json();
     expect(found.data).toHaveLength(1);
-    expect(found.data[0]).toMatchObject({ identifier: 'Ann@example.com', source: 'dashboard' });
+    expect(found.data[0]).toMatchObject({ identifier: 'ann@example.com', source: 'dashboard' });
     expect((await bob.client.get('/dashboard/api/suppressions')).json().data).toEqual([]);
     expect((await bob.client.delete(`/dashboard/api/suppressions/${found.data[0].id}`)).statusCode).toBe(404);
     expect((await alice.client.delete(`/dashboard/api/suppressions/${found.data[0].id}`)).statusCode).toBe(204);

@@ -25,12 +25,12 @@ afterAll(async () => {
 });
 
 describe('findSuppressed', () => {
-  it('matches email entries exactly (domain part case-insensitive) and domain entries for every address there', async () => {
+  it('matches email entries case-insensitively (local part too, issue 13) and domain entries for every address there', async () => {
     const db = ctx.c.database.db;
     const emails = [
       'Ann@example.com',
       'Ann@EXAMPLE.com',
-      'ann@example.com', // other local part case: another mailbox
+      'ann@example.com', // local part case differs: the same address
       'x@blocked.example.org',
       'Y@BLOCKED.Example.Org',
       'z@sub.blocked.example.org', // subdomain: not covered
@@ -38,9 +38,16 @@ describe('findSuppressed', () => {
     ];
     const hits = await ctx.c.suppressions.findSuppressed(db, t.tenantId, emails);
     expect([...hits.keys()].sort()).toEqual(
-      ['Ann@EXAMPLE.com', 'Ann@example.com', 'Y@BLOCKED.Example.Org', 'x@blocked.example.org'].sort(),
+      [
+        'Ann@EXAMPLE.com',
+        'Ann@example.com',
+        'ann@example.com',
+        'Y@BLOCKED.Example.Org',
+        'x@blocked.example.org',
+      ].sort(),
     );
     expect(hits.get('Ann@example.com')).toMatchObject({ reason_category: 'hard_bounce', type: 'email' });
+    expect(hits.get('ann@example.com')).toMatchObject({ identifier: 'ann@example.com', type: 'email' });
     expect(hits.get('x@blocked.example.org')).toMatchObject({
       reason_category: 'complaint',
       type: 'domain',
@@ -98,7 +105,7 @@ describe('addAutomatic', () => {
       }),
     );
     expect(first).toMatchObject({
-      identifier: 'Bounced@mail.example.com',
+      identifier: 'bounced@mail.example.com',
       type: 'email',
       reason_category: 'hard_bounce',
       source: 'bounce',

@@ -65,8 +65,8 @@ describe('list', () => {
     expect((await ids(t, { type: 'domain' })).sort()).toEqual(['blocked.example', 'example.org']);
     expect((await ids(t, { reason_category: 'complaint' })).sort()).toEqual(['bob@example.com', 'example.org']);
     expect(await ids(t, { type: 'email', reason_category: 'complaint' })).toEqual(['bob@example.com']);
-    expect(await ids(t, { identifier: '  Ann@EXAMPLE.COM ' })).toEqual(['Ann@example.com']);
-    expect(await ids(t, { identifier: 'ann@example.com' })).toEqual([]); // local part is case-sensitive
+    expect(await ids(t, { identifier: '  Ann@EXAMPLE.COM ' })).toEqual(['ann@example.com']);
+    expect(await ids(t, { identifier: 'ann@example.com' })).toEqual(['ann@example.com']); // one rule for case (issue 13)
     expect(await ids(t, { identifier: 'EXAMPLE.org' })).toEqual(['example.org']);
     expect(await ids(t, { identifier: 'example.org', type: 'email' })).toEqual([]);
     expect(await ids(t, { identifier: 'example.com' })).toEqual([]); // exact, not "ends with"

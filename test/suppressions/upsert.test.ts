@@ -106,18 +106,18 @@ describe('upsert', () => {
     expect(ann3?.updated_at).toBe(ann2?.updated_at);
   });
 
-  it('normalizes identifiers: trimmed, domain part (not local part) lower-cased, domains lower-cased', async () => {
+  it('normalizes identifiers: trimmed, email addresses and domains lower-cased (local part too, issue 13)', async () => {
     const t = await createTenant(ctx);
     const res = await post(t, {
       items: [
         item('  Bob.Smith@Mail.Example.COM  '),
-        item('bob.smith@mail.example.com'), // a different local part: a different address
+        item('bob.smith@mail.example.com'), // the same address in another case: one entry
         { identifier: ' Example.NET ', type: 'domain', reason_category: 'manual' },
       ],
     });
-    expect(res.json()).toEqual({ created: 3, updated: 0 });
+    expect(res.json()).toEqual({ created: 2, updated: 0 });
     const ids = (await all(t)).map((r) => r.identifier).sort();
-    expect(ids).toEqual(['Bob.Smith@mail.example.com', 'bob.smith@mail.example.com', 'example.net']);
+    expect(ids).toEqual(['bob.smith@mail.example.com', 'example.net']);
     // The same identity again, spelled differently: an update.
     const again = await post(t, { items: [item('Bob.Smith@MAIL.example.com')] });
     expect(again.json()).toEqual({ created: 0, updated: 1 });

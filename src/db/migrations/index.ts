@@ -4,6 +4,7 @@ import * as m002 from './002_sending_domains.ts';
 import * as m003 from './003_webhooks.ts';
 import * as m004 from './004_dashboard.ts';
 import * as m005 from './005_claimable_index.ts';
+import * as m009 from './009_email_identifier_case.ts';
 import * as m008 from './008_tenant_domain_limit.ts';
 import * as m006 from './006_attempt_tls_policy.ts';
 
@@ -14,6 +15,7 @@ export const migrations: Record<string, Migration> = {
   '003_webhooks': m003,
   '004_dashboard': m004,
   '005_claimable_index': m005,
+  '009_email_identifier_case': m009,
   '008_tenant_domain_limit': m008,
   '006_attempt_tls_policy': m006,
 };
