@@ -4,6 +4,7 @@ import { availableParallelism, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { relayFromUrl } from './modules/delivery/relay-url.ts';
+import { NODE_ID_FORMAT } from './lib/node-identity.ts';
 import { ensurePrivateDir, tightenFiles, writePrivateFile } from './lib/private-files.ts';
 
 /**
@@ -30,6 +31,12 @@ export interface Config {
   /** Implicit-TLS submission port; null = off. */
   smtpsPort: number | null;
   dataDir: string;
+  /** This node's id (POSTYARD_NODE_ID); null = the one kept in <dataDir>/node-id. */
+  nodeId: string | null;
+  /** How often a node writes its heartbeat and checks the others'. */
+  nodeHeartbeatSeconds: number;
+  /** A node whose heartbeat stays unchanged this long is dead: its claims are taken over. */
+  nodeTimeoutSeconds: number;
   /** postgres://... or null for SQLite in dataDir. */
   databaseUrl: string | null;
   /** Validated at load (relay-url.ts): TLS required and verified unless `?tls=none` / `?verify=false`. */
@@ -244,6 +251,18 @@ export function loadConfig(env: Env = process.env): Config {
   const redisUrl = str(env, 'REDIS_URL') ?? null;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL', 'must start with redis://');
   const dataDirRaw = str(env, 'POSTYARD_DATA_DIR') ?? './data';
+  const nodeId = str(env, 'POSTYARD_NODE_ID') ?? null;
+  if (nodeId !== null && !NODE_ID_FORMAT.test(nodeId)) {
+    throw new ConfigError('POSTYARD_NODE_ID', 'must be 1-64 characters: letters, digits, ".", "_", "-"');
+  }
+  const nodeHeartbeatSeconds = int(env, 'POSTYARD_NODE_HEARTBEAT_SECONDS', 5, 1, 60);
+  const nodeTimeoutSeconds = int(env, 'POSTYARD_NODE_TIMEOUT_SECONDS', 20, 3, 600);
+  if (nodeTimeoutSeconds < 2 * nodeHeartbeatSeconds) {
+    throw new ConfigError(
+      'POSTYARD_NODE_TIMEOUT_SECONDS',
+      `must be at least twice POSTYARD_NODE_HEARTBEAT_SECONDS (${nodeHeartbeatSeconds})`,
+    );
+  }
   const smtpsPort = int(env, 'POSTYARD_SMTPS_PORT', 0, 0, 65535);
   const httpHeadersTimeoutSeconds = int(env, 'POSTYARD_HTTP_HEADERS_TIMEOUT_SECONDS', 30, 1, 3600);
   const httpRequestTimeoutSeconds = int(env, 'POSTYARD_HTTP_REQUEST_TIMEOUT_SECONDS', 300, 1, 86_400);
@@ -261,6 +280,9 @@ export function loadConfig(env: Env = process.env): Config {
     smtpPort: int(env, 'POSTYARD_SMTP_PORT', 2587, 0, 65535),
     smtpsPort: smtpsPort === 0 ? null : smtpsPort,
     dataDir: isAbsolute(dataDirRaw) ? dataDirRaw : resolve(dataDirRaw),
+    nodeId,
+    nodeHeartbeatSeconds,
+    nodeTimeoutSeconds,
     databaseUrl,
     relayUrl,
     extraCaFile,

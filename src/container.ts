@@ -5,6 +5,7 @@ import { type Config, resolveMasterKey } from './config.ts';
 import { type Database, migrateToLatest, openDatabase } from './db/index.ts';
 import { GroupCommit } from './db/group-commit.ts';
 import { hmacSha256 } from './lib/crypto.ts';
+import { type NodeSelf, nodeSelf, resolveNodeId } from './lib/node-identity.ts';
 import { CursorCodec } from './lib/pagination.ts';
 import { createMetricsRegistry } from './http/plugins/metrics.ts';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.ts';
@@ -36,6 +37,8 @@ import { DashboardAccounts } from './modules/dashboard/accounts.service.ts';
 export interface Container {
   config: Config;
   logger: Logger;
+  /** Who this process is: its node id (survives restarts) and this run's claim holder id. */
+  node: NodeSelf;
   database: Database;
   /** Shared transactions for the hot accept path (SQLite group commit). */
   groupCommit: GroupCommit;
@@ -71,6 +74,7 @@ export interface ContainerOptions {
 
 export async function createContainer(config: Config, logger: Logger, opts: ContainerOptions = {}): Promise<Container> {
   const masterKey = resolveMasterKey(config);
+  const node = nodeSelf(resolveNodeId(config.nodeId, config.dataDir));
   const database = openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -106,6 +110,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   const container: Container = {
     config,
     logger,
+    node,
     database,
     groupCommit: new GroupCommit(database),
     masterKey,
@@ -117,7 +122,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     apiKeys,
     tenants: new TenantsService(database, apiKeys),
     smtpCredentials: new SmtpCredentialsService(database.db, cursors),
-    idempotency: new IdempotencyService(database, config.idempotencyTtlHours),
+    idempotency: new IdempotencyService(database, config.idempotencyTtlHours, node.holder),
     suppressions,
     transmissions: new TransmissionsService(
       database.db,

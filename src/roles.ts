@@ -1,9 +1,8 @@
-import { hostname } from 'node:os';
 import type { Role } from './config.ts';
 import { type Container, every } from './container.ts';
 import { buildApp } from './http/app.ts';
-import { newId } from './lib/ids.ts';
 import { acquireLease } from './jobs/lease.ts';
+import { NodeMembership } from './jobs/node-registry.ts';
 import { startSmtpServer } from './smtp/server.ts';
 import { createDeliveryWorker } from './modules/delivery/index.ts';
 import { EVENT_RETENTION_INTERVAL_MS, runEventRetention } from './modules/events/events.retention.ts';
@@ -14,9 +13,6 @@ export interface Running {
   name: string;
   stop(): Promise<void>;
 }
-
-/** One identity per process, used as lease holder and in logs. */
-export const NODE_ID = `${hostname()}:${process.pid}:${newId().slice(-8)}`;
 
 async function startApi(c: Container): Promise<Running> {
   const app = await buildApp(c);
@@ -31,29 +27,50 @@ function startScheduler(c: Container): Running {
   // The lease outlives two intervals, so its holder renews it before anyone else may take it.
   const purgeMs = c.config.idempotencyPurgeSeconds * 1000;
   every(c, purgeMs, 'idempotency-purge', async () => {
-    if (await acquireLease(c.database, 'idempotency-purge', NODE_ID, 2 * purgeMs)) {
+    if (await acquireLease(c.database, 'idempotency-purge', c.node.holder, 2 * purgeMs)) {
       const n = await c.idempotency.purgeExpired();
       if (n) c.logger.info({ removed: n }, 'expired idempotency keys purged');
     }
   });
-  every(c, EVENT_RETENTION_INTERVAL_MS, 'event-retention', () => runEventRetention(c, NODE_ID));
+  every(c, EVENT_RETENTION_INTERVAL_MS, 'event-retention', () => runEventRetention(c, c.node.holder));
   return { name: 'scheduler', stop: async () => {} };
 }
 
+/**
+ * Joins the node table first: what this node's previous run left claimed (it was killed, or
+ * crashed) is released before this run serves or claims anything, and from then on the heartbeat
+ * lets other nodes take over this run's claims if it dies (src/jobs/node-registry.ts).
+ */
+async function joinNodes(c: Container): Promise<NodeMembership> {
+  const membership = new NodeMembership({
+    database: c.database,
+    self: c.node,
+    logger: c.logger,
+    heartbeatMs: c.config.nodeHeartbeatSeconds * 1000,
+    timeoutMs: c.config.nodeTimeoutSeconds * 1000,
+  });
+  await membership.join();
+  c.logger.info({ nodeId: c.node.nodeId, holder: c.node.holder }, 'node joined');
+  return membership;
+}
+
+/** Starts `roles`; the last entry is the node membership, to be stopped after every role. */
 export async function startRoles(c: Container, roles: readonly Role[]): Promise<Running[]> {
+  const membership = await joinNodes(c);
   const running: Running[] = [];
   if (roles.includes('worker')) {
     running.push(startScheduler(c));
-    const worker = createDeliveryWorker(c, NODE_ID);
+    const worker = createDeliveryWorker(c, c.node.holder);
     worker.start();
     running.push({ name: 'delivery', stop: () => worker.stop() });
-    running.push(startWebhookDispatcher(c, NODE_ID));
+    running.push(startWebhookDispatcher(c, c.node.holder));
   }
   if (roles.includes('smtp')) {
     const smtp = await startSmtpServer(c);
     running.push({ name: 'smtp', stop: () => smtp.close() });
   }
   if (roles.includes('api')) running.push(await startApi(c));
+  running.push({ name: 'node', stop: () => membership.leave() });
   return running;
 }
 
@@ -69,7 +86,10 @@ export function installShutdown(c: Container, running: Running[]) {
       process.exit(1);
     }, 10_000);
     force.unref();
-    await Promise.allSettled(running.map((r) => r.stop()));
+    // Roles first (they finish and release their own work), then the node leaves.
+    const node = running.at(-1);
+    await Promise.allSettled(running.slice(0, -1).map((r) => r.stop()));
+    await node?.stop().catch((err) => c.logger.error({ err }, 'leaving the node table failed'));
     await c.close();
     clearTimeout(force);
     process.exit(0);

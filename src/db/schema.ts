@@ -50,6 +50,8 @@ export interface IdempotencyKeysTable {
   response_status: number | null;
   response_body: string | null;
   locked_until: string;
+  /** Which run of a node (NodeSelf.holder) holds an in_progress claim (migration 007). */
+  locked_by: string | null;
   created_at: string;
   expires_at: string;
 }
@@ -225,6 +227,17 @@ export interface SendingDomainsTable {
   updated_at: string;
 }
 
+/** One row per running process, with its heartbeat (src/jobs/node-registry.ts, migration 007). */
+export interface NodesTable {
+  /** The run's holder id, `<node id>:<pid>:<random>`: what its claims record as locked_by. */
+  id: string;
+  node_id: string;
+  host: string;
+  pid: number;
+  started_at: string;
+  heartbeat_at: string;
+}
+
 export interface LeasesTable {
   name: string;
   holder: string;
@@ -287,6 +300,7 @@ export interface DB {
   delivery_attempts: DeliveryAttemptsTable;
   events: EventsTable;
   leases: LeasesTable;
+  nodes: NodesTable;
   rate_limit_buckets: RateLimitBucketsTable;
   sending_domains: SendingDomainsTable;
   webhooks: WebhooksTable;

@@ -6,13 +6,13 @@
  * loopback. On PostgreSQL the node's DATABASE_URL carries the context's schema as search_path.
  */
 import { TEST_DATABASE_URL, type TestContext } from './context.ts';
-import { type ServerProcess, startServer } from './server-process.ts';
+import { type ServerProcess, SPAWN_TIMEOUT_MS, startServer } from './server-process.ts';
 import type { SinkMx } from '../peers/sink-mx.ts';
 
 export interface Node extends ServerProcess {
   name: string;
   roles: string;
-  /** The node's lease-holder id is `<host>:<pid>:<random>` (src/roles.ts NODE_ID). */
+  /** The node run's claim-holder id is `<node id>:<pid>:<random>` (src/lib/node-identity.ts). */
   holderPattern: string;
 }
 
@@ -47,7 +47,7 @@ export async function startNode(
   if (!roles.split(',').includes('api')) throw new Error('a test node needs the api role (for /healthz)');
   const server = await startServer(['--roles', roles], {
     env: nodeEnv(ctx, { POSTYARD_EHLO_NAME: `${name}.nodes.test`, ...extra }),
-    timeoutMs: 60_000,
+    timeoutMs: SPAWN_TIMEOUT_MS,
   });
   return Object.assign(server, { name, roles, holderPattern: `%:${server.child.pid}:%` });
 }

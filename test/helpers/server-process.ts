@@ -13,6 +13,15 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = join(REPO_ROOT, 'bin', 'postyard.js');
 
+/**
+ * Timeouts around process spawns. One `postyard` child loads every source through tsx: about 1 s
+ * on an idle machine, 13 s measured for `postyard --help` on a 2-core machine at load 15. So a
+ * spawn gets minutes, not seconds, and a test that spawns gets SPAWN_TEST_TIMEOUT_MS (vitest's
+ * default of 30 s is not enough for one spawn under that load).
+ */
+export const SPAWN_TIMEOUT_MS = 120_000;
+export const SPAWN_TEST_TIMEOUT_MS = 240_000;
+
 export interface CliResult {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -53,7 +62,7 @@ export async function runCli(
   let stderr = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? SPAWN_TIMEOUT_MS);
   const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
   clearTimeout(timer);
   return { code, signal, stdout, stderr };
@@ -103,7 +112,7 @@ export async function startServer(
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const exited = once(child, 'exit');
   const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  const deadline = Date.now() + (opts.timeoutMs ?? SPAWN_TIMEOUT_MS);
   let exitedEarly = false;
   void exited.then(() => {
     exitedEarly = true;

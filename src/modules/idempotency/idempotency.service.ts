@@ -25,7 +25,11 @@ export interface IdempotentRequest {
 }
 
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
-/** How long an in-flight claim blocks duplicates before a crashed request's key is taken over. */
+/**
+ * How long an in-flight claim blocks duplicates before a crashed request's key is taken over.
+ * A claim also records its holder (this process's run), so when the process dies its claims are
+ * released as soon as that is known (src/jobs/node-registry.ts) rather than after LOCK_MS.
+ */
 const LOCK_MS = 60_000;
 
 export function validateIdempotencyKey(key: string): void {
@@ -42,12 +46,15 @@ export function validateIdempotencyKey(key: string): void {
  * 2. Work: the side effect runs in a transaction that also marks the row `completed` with the
  *    response, so the two commit together or not at all.
  * 3. Failure (4xx/5xx thrown): the claim is removed, nothing final is stored, a retry runs anew.
- * A claim left by a crashed process expires after LOCK_MS and is then taken over.
+ * A claim left by a crashed process is released when its process is known dead (a restart of
+ * the node, or its heartbeat stopping: src/jobs/node-registry.ts), at the latest after LOCK_MS.
  */
 export class IdempotencyService {
   constructor(
     private readonly database: Database,
     private readonly ttlHours: number,
+    /** NodeSelf.holder of this process: recorded as each claim's locked_by. */
+    private readonly holder: string,
   ) {}
 
   async execute(
@@ -127,6 +134,7 @@ export class IdempotencyService {
           response_status: null,
           response_body: null,
           locked_until: isoAt(now + LOCK_MS),
+          locked_by: this.holder,
           created_at: isoAt(now),
           expires_at: isoAt(now + this.ttlHours * 3600_000),
         })
@@ -167,7 +175,7 @@ export class IdempotencyService {
       // A claim abandoned by a crashed request: take it over atomically.
       const taken = await db
         .updateTable('idempotency_keys')
-        .set({ locked_until: isoAt(now + LOCK_MS) })
+        .set({ locked_until: isoAt(now + LOCK_MS), locked_by: this.holder })
         .where('tenant_id', '=', pk.tenant_id)
         .where('scope', '=', pk.scope)
         .where('key', '=', pk.key)
