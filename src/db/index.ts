@@ -6,6 +6,7 @@ import { ensurePrivateDir, ensurePrivateFile, tightenFiles } from '../lib/privat
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema.ts';
 import { startCheckpointer } from './sqlite-checkpointer.ts';
+import { withStatementCache } from './statement-cache.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -61,33 +62,6 @@ function openSqlite(file: string): Database {
     async close() {
       await checkpointer.stop();
       await db.destroy();
-    },
-  };
-}
-
-/**
- * Kysely's SQLite driver prepares every query anew; preparing costs about as much as running a
- * small statement, and the hot paths (accepting mail, the delivery queue) repeat the same SQL.
- * Statements are kept by SQL text (LRU, bounded). A statement that is still being iterated
- * (a streamed query) is never handed out twice: a fresh one is prepared instead.
- */
-function withStatementCache(raw: SqliteDatabase.Database, max = 1000) {
-  const cache = new Map<string, SqliteDatabase.Statement>();
-  return {
-    close: () => raw.close(),
-    prepare(sqlText: string): SqliteDatabase.Statement {
-      const hit = cache.get(sqlText);
-      if (hit && !hit.busy) {
-        cache.delete(sqlText);
-        cache.set(sqlText, hit);
-        return hit;
-      }
-      const stmt = raw.prepare(sqlText);
-      if (!hit) {
-        if (cache.size >= max) cache.delete(cache.keys().next().value as string);
-        cache.set(sqlText, stmt);
-      }
-      return stmt;
     },
   };
 }
