@@ -95,7 +95,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   const apiKeys = new ApiKeysService(database.db, cursors, config.authCacheSeconds);
   const timers = new Set<NodeJS.Timeout>();
   const suppressions = new SuppressionsService(database, cursors);
-  // Private webhook targets: operator opt-in or development mode (CONTRACT section 12).
+  // Private webhook targets: operator opt-in or development mode (docs/webhooks.md "Security").
   const allowPrivateTargets = config.allowPrivateWebhookTargets || config.devMode;
   const webhooks = new WebhooksService(
     database,

@@ -135,7 +135,7 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     tenantLimits: registerTenantLimitCache(c),
   });
 
-  // JSON endpoints answer 415 for any other Content-Type, including none (CONTRACT section 1).
+  // JSON endpoints answer 415 for any other Content-Type, including none (docs/api.md "Requests and answers").
   app.addHook('preValidation', async (req) => {
     if (!req.routeOptions.schema?.body) return;
     const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();

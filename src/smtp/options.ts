@@ -2,7 +2,7 @@ import { hasControlChars } from '../lib/email.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, MAX_TAGS } from '../modules/transmissions/transmissions.schema.ts';
 import { reply } from './replies.ts';
 
-/** The `X-Postyard-Options` header (CONTRACT section 8), validated like the API's `options`. */
+/** The `X-Postyard-Options` header (docs/smtp.md "X-Postyard-Options"), validated like the API's `options`. */
 export interface SubmissionOptions {
   tags: string[];
   metadata: Record<string, string>;

@@ -29,7 +29,7 @@ export interface RunningSmtpServer {
   close(): Promise<void>;
 }
 
-/** How long a graceful stop waits for sessions in the middle of a message (CONTRACT section 12). */
+/** How long a graceful stop waits for sessions in the middle of a message (docs/operations.md "Signals and health"). */
 const GRACE_MS = 10_000;
 /** Hard cap on connections per listener, whatever the per-IP and per-credential limits say. */
 const MAX_CLIENTS = 5_000;

@@ -17,7 +17,7 @@ export interface TlsMaterial {
 const DEV_DIR = 'smtp-tls';
 
 /**
- * The certificate for STARTTLS and the implicit-TLS port (CONTRACT section 12):
+ * The certificate for STARTTLS and the implicit-TLS port (docs/smtp.md "Connecting"):
  * POSTYARD_SMTP_TLS_CERT/KEY when set; else, in development mode, a self-signed pair generated on
  * first start and reused afterwards (so clients that pinned it keep working across restarts);
  * else null, and the server offers no TLS at all.

@@ -133,7 +133,7 @@ describe('relay mode', () => {
   let t: TestTenant;
   let relay: SinkMx;
   beforeAll(async () => {
-    // A relay gets TLS with a verified certificate (CONTRACT 12): a certificate from the test CA.
+    // A relay gets TLS with a verified certificate (docs/operations.md "Outbound TLS"): a certificate from the test CA.
     relay = await startSinkMx({ tlsCert: TEST_CA_LEAF_CERT, tlsKey: TEST_CA_LEAF_KEY });
     ctx = await createTestContext({
       env: {

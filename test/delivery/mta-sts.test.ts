@@ -1,5 +1,5 @@
 /**
- * MTA-STS on MX delivery (RFC 8461, CONTRACT 12, issue 13 item 6): a domain whose policy is in
+ * MTA-STS on MX delivery (RFC 8461, docs/operations.md "Outbound TLS", issue 13 item 6): a domain whose policy is in
  * `enforce` mode gets TLS with a verified certificate on an MX the policy names, or a deferral,
  * never plain text; `testing` delivers and records what enforce would have refused. Everything
  * real on loopback: DNS peer, HTTPS policy host (test CA), sink MX with and without TLS; the

@@ -1,5 +1,5 @@
 /**
- * Outbound TLS to a configured relay (CONTRACT 12, issue 13 item 6): TLS with a verified
+ * Outbound TLS to a configured relay (docs/operations.md "Outbound TLS", issue 13 item 6): TLS with a verified
  * certificate unless the operator opts out in POSTYARD_RELAY_URL, and AUTH never in clear text.
  * Real delivery worker, real SMTP relay on loopback (sink-mx.ts), test CA from test/peers/certs.
  */

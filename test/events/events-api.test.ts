@@ -1,4 +1,4 @@
-/** GET /v1/events (CONTRACT section 7): filters, newest-first keyset pages, validation, retention. */
+/** GET /v1/events (docs/api.md "GET /v1/events"): filters, newest-first keyset pages, validation, retention. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.ts';
 import { runEventRetention } from '../../src/modules/events/events.retention.ts';

@@ -1,4 +1,7 @@
-/** API keys (CONTRACT sections 2 and 3): create once-only secrets, list, paginate, revoke, idempotency. */
+/**
+ * API keys (docs/api.md "API keys" and "Idempotency"): create once-only secrets, list, paginate,
+ * revoke, idempotency.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/lib/crypto.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';

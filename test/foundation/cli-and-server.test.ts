@@ -1,5 +1,5 @@
 /**
- * The `postyard` command as a real child process (CONTRACT section 12): --help, exit codes,
+ * The `postyard` command as a real child process (README.md "Command line", docs/operations.md): --help, exit codes,
  * configuration errors, tenants/keys creation, `start` over a real socket, SIGTERM.
  * Runs on a temp SQLite data dir; with TEST_DATABASE_URL also against PostgreSQL (own schema).
  */

@@ -1,4 +1,7 @@
-/** Configuration by environment (CONTRACT section 12): defaults and one clear error naming the variable. */
+/**
+ * Configuration by environment (README.md "Configuration", docs/operations.md): defaults and one
+ * clear error naming the variable.
+ */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,7 +21,7 @@ function configError(env: Record<string, string>): ConfigError {
   throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
 }
 
-describe('defaults (CONTRACT section 12)', () => {
+describe('defaults (README.md "Configuration")', () => {
   const c = loadConfig({});
 
   it('HTTP 127.0.0.1:3000, SMTP 2587, data dir ./data, SQLite', () => {

@@ -1,5 +1,5 @@
 /**
- * HTTP conventions of CONTRACT section 1 and the operational endpoints of section 12:
+ * HTTP conventions of docs/api.md "Conventions" and the endpoints of README.md "Operations endpoints":
  * X-Request-ID, the error body for every error, 404/405/413/415/400/422, logs, health, metrics.
  */
 import type { LightMyRequestResponse } from 'fastify';

@@ -1,4 +1,4 @@
-/** /v1/openapi.json (CONTRACT section 12): generated from the route schemas, valid OpenAPI 3.1, complete. */
+/** /v1/openapi.json (docs/api.md, introduction): generated from the route schemas, valid OpenAPI 3.1, complete. */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';

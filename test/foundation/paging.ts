@@ -1,4 +1,4 @@
-/** Shared checks for cursor-paginated list endpoints (CONTRACT section 1). */
+/** Shared checks for cursor-paginated list endpoints (docs/api.md "Pagination"). */
 import { expect } from 'vitest';
 import { call, type TestContext } from '../helpers/context.ts';
 import { expectError } from '../helpers/security-suite.ts';

@@ -1,4 +1,4 @@
-/** Rate limits per API key (CONTRACT section 9): token bucket, RateLimit-* headers, 429, across nodes. */
+/** Rate limits per API key (docs/api.md "Rate limits"): token bucket, RateLimit-* headers, 429, across nodes. */
 import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';

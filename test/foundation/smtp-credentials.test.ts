@@ -1,4 +1,7 @@
-/** SMTP credentials (CONTRACT sections 3 and 8): the password is shown once and stored as an scrypt hash. */
+/**
+ * SMTP credentials (docs/api.md "SMTP credentials", docs/smtp.md "Connecting"): the password is
+ * shown once and stored as an scrypt hash.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { expectError } from '../helpers/security-suite.ts';

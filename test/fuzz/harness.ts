@@ -29,8 +29,8 @@ export function fuzzParams<T>(numRuns: number): fc.Parameters<T> {
   return params;
 }
 
-/** Error codes and their statuses, as CONTRACT.md and docs/api.md define them. */
-export const CONTRACT_STATUS: Readonly<Record<string, number>> = {
+/** Error codes and their statuses, as docs/api.md "Errors" defines them. */
+export const ERROR_STATUS: Readonly<Record<string, number>> = {
   invalid_json: 400,
   invalid_cursor: 400,
   invalid_idempotency_key: 400,
@@ -96,7 +96,7 @@ export function checkAnswer(sent: Sent, res: LightMyRequestResponse, opts: { das
     if (/\n\s+at /.test(String(e.message))) fail('stack trace in an error message');
     if (e.field !== undefined && typeof e.field !== 'string') fail('field is not a string');
     const code = e.code as string;
-    const expected = CONTRACT_STATUS[code] ?? extra[code];
+    const expected = ERROR_STATUS[code] ?? extra[code];
     if (expected !== undefined && expected !== res.statusCode) fail(`code ${code} with status ${res.statusCode}`);
     if (expected === undefined && code !== 'invalid_request') fail(`undocumented error code ${code}`);
   }

@@ -1,7 +1,7 @@
 /**
- * The shared security suite: every route of the catalog gets the same checks (CONTRACT sections
- * 1 and 2): no token, malformed or unknown token, a deleted key, a key without the route's scope,
- * and for routes with path parameters another tenant's id. Call `defineSecuritySuite()` inside a
+ * The shared security suite: every route of the catalog gets the same checks (docs/api.md
+ * "Authentication and scopes" and "Errors"): no token, malformed or unknown token, a deleted key,
+ * a key without the route's scope, and for routes with path parameters another tenant's id. Call `defineSecuritySuite()` inside a
  * test file; it makes its own context (auth cache 0 s so revocation is visible at once).
  */
 import type { LightMyRequestResponse } from 'fastify';
@@ -50,7 +50,7 @@ export interface ErrorBody {
   errors: { code: string; message: string; field?: string }[];
 }
 
-/** Asserts the contract's error body (CONTRACT section 1) with `status` and first `code`; returns it. */
+/** Asserts the contract's error body (docs/api.md "Errors") with `status` and first `code`; returns it. */
 export function expectError(res: LightMyRequestResponse, status: number, code: string): ErrorBody {
   expect(res.statusCode, `${res.statusCode} ${res.body}`).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
@@ -215,7 +215,7 @@ export function defineSecuritySuite(routes: RouteSpec[] = ROUTES) {
 
 /**
  * Revocation across nodes: node B keeps the default auth cache (2 s); a key deleted through
- * node A must fail on node B within 5 s (CONTRACT section 2).
+ * node A must fail on node B within 5 s (docs/api.md "Authentication and scopes").
  */
 export function defineCrossNodeRevocation() {
   describe('revocation across nodes', () => {

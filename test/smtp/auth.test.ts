@@ -1,5 +1,5 @@
 /**
- * AUTH and TLS of the submission server (CONTRACT sections 8 and 12): STARTTLS with the dev
+ * AUTH and TLS of the submission server (docs/smtp.md "Connecting"): STARTTLS with the dev
  * certificate or a configured one, implicit TLS, AUTH only after STARTTLS unless allowed, bad
  * credentials 535 5.7.8 at AUTH time, MAIL before AUTH 530 5.7.0, deleted credentials.
  */

@@ -1,5 +1,5 @@
 /**
- * Limits of the submission server, each answered with its proper code (CONTRACT section 8):
+ * Limits of the submission server, each answered with its proper code (docs/smtp.md "Limits"):
  * size 552 5.3.4, recipients 452 4.5.3, connections per IP and per credential 421 4.7.0,
  * messages per credential 451 4.7.1; garbage commands, huge lines, idle and slow-drip clients
  * are disconnected with 421 while other clients carry on; a graceful stop lets DATA finish.

@@ -1,5 +1,5 @@
 /**
- * SMTP submission -> transmission (CONTRACT section 8): real clients (nodemailer, swaks) over
+ * SMTP submission -> transmission (docs/smtp.md): real clients (nodemailer, swaks) over
  * STARTTLS with AUTH LOGIN and PLAIN; one transmission per message with one message row per
  * RCPT; Bcc and X-Postyard-Options never stored; options, idempotency, suppressions, events.
  */

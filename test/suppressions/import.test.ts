@@ -1,4 +1,4 @@
-/** POST /v1/suppressions with multipart/form-data: the streamed CSV import (CONTRACT section 5). */
+/** POST /v1/suppressions with multipart/form-data: the streamed CSV import (docs/api.md "POST /v1/suppressions"). */
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { request } from 'undici';

@@ -1,4 +1,7 @@
-/** POST /v1/suppressions with JSON (CONTRACT section 5): upsert, normalization, all-or-nothing, idempotency. */
+/**
+ * POST /v1/suppressions with JSON (docs/api.md "POST /v1/suppressions"): upsert, normalization,
+ * all-or-nothing, idempotency.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,

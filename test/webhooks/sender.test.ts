@@ -1,5 +1,5 @@
 /**
- * The whole-request deadline of WebhookSender (CONTRACT section 6: no complete answer within
+ * The whole-request deadline of WebhookSender (docs/webhooks.md "Retries and disabling": no complete answer within
  * the timeout is a failed attempt), kept by one shared timer rather than a signal per POST.
  */
 import { createServer, type Server } from 'node:http';

@@ -1,4 +1,4 @@
-/** Webhook management API (CONTRACT section 6): create, secrets, list, PATCH, DELETE, rotate, test, log. */
+/** Webhook management API (docs/api.md "Webhooks"): create, secrets, list, PATCH, DELETE, rotate, test, log. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,

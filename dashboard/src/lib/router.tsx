@@ -1,6 +1,6 @@
 import { type AnchorHTMLAttributes, type MouseEvent, useSyncExternalStore } from 'react';
 
-/** A tiny history-API router: the page paths are few and fixed (CONTRACT section 13). */
+/** A tiny history-API router: the page paths are few and fixed (docs/dashboard.md "Pages"). */
 const listeners = new Set<() => void>();
 
 function notify() {

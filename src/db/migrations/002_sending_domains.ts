@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Sending domains (CONTRACT section 10). Frozen once released.
+ * Sending domains (docs/api.md "Sending domains"). Frozen once released.
  *
  * Ownership: several tenants may add the same domain (a pending claim proves nothing, so a
  * squatter adding it first cannot lock the real owner out), but at most one tenant may hold it

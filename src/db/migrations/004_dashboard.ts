@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Dashboard accounts (CONTRACT section 13). Frozen once released; portable column types only.
+ * Dashboard accounts (docs/dashboard.md "Accounts and sessions"). Frozen once released; portable column types only.
  *
  * - dashboard_users: people who sign in to the web portal; each belongs to one tenant. The email
  *   (lower-cased) is unique across tenants because it alone picks the account at sign-in.

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 
 /**
- * What an attempt's TLS amounted to (CONTRACT 12, issue 13 item 6), shown by GET /v1/messages/{id}:
+ * What an attempt's TLS amounted to (docs/operations.md "Outbound TLS", issue 13 item 6), shown
+ * by GET /v1/messages/{id}:
  * - tls_verified: 1 when the certificate verified (trusted chain, host name), 0 when it did not,
  *   null without TLS (and on attempts recorded before this migration).
  * - mta_sts: the recipient domain's MTA-STS policy mode at the time ('enforce', 'testing',

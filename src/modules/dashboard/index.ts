@@ -6,7 +6,7 @@ import { registerDashboardPages } from './pages.ts';
 import { installDashboardSession } from './session.plugin.ts';
 
 /**
- * The web dashboard (CONTRACT section 13): its pages and its JSON API under /dashboard/api, in an
+ * The web dashboard (docs/dashboard.md): its pages and its JSON API under /dashboard/api, in an
  * encapsulated plugin so the session hook never runs for /v1 (which accepts only bearer keys).
  */
 export async function registerDashboard(app: FastifyInstance, c: Container) {

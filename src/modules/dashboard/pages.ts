@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 /** Where `npm run build:dashboard` writes the single-page app. */
 export const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../../dashboard/dist/', import.meta.url));
 
-/** Every page path of CONTRACT section 13 (plus the account page); anything else stays a 404. */
+/** Every page path (docs/dashboard.md "Pages"); anything else stays a 404. */
 export const PAGE_ROUTES = [
   '/',
   '/login',

@@ -8,7 +8,7 @@
  * - Rules are an ordered table, first match wins: exact RFC 3463 codes first, then wording for
  *   replies that carry no (or only a generic X.0.0) enhanced code, then RFC 3463 classes, then
  *   the reply-code fallback. Adding a provider quirk is adding a row, not code.
- * - Only proof of a bad address suppresses (CONTRACT 5): 5.1.1, 5.1.2, 5.1.3, 5.1.10 and the
+ * - Only proof of a bad address suppresses (docs/api.md "Suppressions"): 5.1.1, 5.1.2, 5.1.3, 5.1.10 and the
  *   classic "user unknown" wordings. Blocks (5.7.x), full mailboxes and everything else are
  *   reported, never suppressed: suppressing on a block would silently drop a whole provider's
  *   users after one bad day of reputation.
@@ -73,7 +73,7 @@ const RATE_TEXT = /rate limit|too many (?:messages|connections|recipients)|try a
 
 /** The rule table, first match wins. Exported so operators and tests can read (or extend) it. */
 export const BOUNCE_RULES: readonly BounceRule[] = [
-  // Exact RFC 3463 codes that prove the address bad (CONTRACT 5).
+  // Exact RFC 3463 codes that prove the address bad (docs/api.md "Suppressions").
   { id: 'bad-mailbox', match: { enhanced: '5.1.1' }, bounceType: 'hard', category: 'bad_mailbox', suppress: true },
   { id: 'bad-domain', match: { enhanced: '5.1.2' }, bounceType: 'hard', category: 'bad_domain', suppress: true },
   { id: 'bad-syntax', match: { enhanced: '5.1.3' }, bounceType: 'hard', category: 'bad_mailbox', suppress: true },
@@ -205,7 +205,7 @@ function matches(rule: BounceRule, code: number, enhanced: string, text: string)
   return true;
 }
 
-/** CONTRACT 9: give up this long after acceptance, then emit message.failed. */
+/** Give up this long after acceptance (docs/api.md "Transmissions": about 72 h), then emit message.failed. */
 export const MAX_RETRY_AGE_MS = 72 * 60 * 60 * 1000;
 
 const MINUTE = 60_000;

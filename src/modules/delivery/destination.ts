@@ -21,7 +21,7 @@ export interface Route {
   hosts: { host: string; addresses: string[]; port: number }[];
   relay: RelayConfig | null;
   /**
-   * How sessions on this route do TLS (CONTRACT 12): a relay requires it, verified unless the
+   * How sessions on this route do TLS (docs/operations.md "Outbound TLS"): a relay requires it, verified unless the
    * relay URL opts out; an MX under an MTA-STS `enforce` policy requires it verified; any other
    * MX gets opportunistic STARTTLS (the certificate is checked and recorded, not required).
    */

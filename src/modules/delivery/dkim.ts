@@ -21,7 +21,7 @@ import { createHash, createPrivateKey, generateKeyPairSync, type KeyObject, sign
 import { domainToASCII } from 'node:url';
 
 export interface DkimKeyPair {
-  /** PKCS#8 PEM. Encrypt at rest (CONTRACT 10). */
+  /** PKCS#8 PEM. Encrypt at rest (with the master key: docs/operations.md "Backups"). */
   privateKeyPem: string;
   /** Base64 DER SubjectPublicKeyInfo: the p= value of the DNS record. */
   publicKeyBase64: string;

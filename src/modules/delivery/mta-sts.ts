@@ -1,5 +1,5 @@
 /**
- * MTA-STS policy discovery for MX delivery (RFC 8461, CONTRACT 12).
+ * MTA-STS policy discovery for MX delivery (RFC 8461; docs/operations.md "Outbound TLS").
  *
  * Design notes
  * - Discovery: TXT `_mta-sts.<domain>` through the configured resolver (POSTYARD_DNS_SERVERS),

@@ -1,5 +1,5 @@
 /**
- * POSTYARD_RELAY_URL -> RelayConfig (CONTRACT 12: a relay always gets TLS with a verified
+ * POSTYARD_RELAY_URL -> RelayConfig (docs/operations.md "Outbound TLS": a relay always gets TLS with a verified
  * certificate unless the operator opts out explicitly, and AUTH never goes in clear text).
  *
  * - `smtp://user:pass@host:port` (default port 587): STARTTLS required, certificate verified

@@ -12,7 +12,7 @@
  * - A session that failed to open is still a session: `connectFailure` says why, and every send
  *   returns that failure, so callers treat all messages alike. When `alive` turns false the caller
  *   opens a new session (or moves to the next MX); there are no hidden reconnects.
- * - TLS (CONTRACT 12), per session: 'opportunistic' (MX hosts) = STARTTLS when offered, the
+ * - TLS (docs/operations.md "Outbound TLS"), per session: 'opportunistic' (MX hosts) = STARTTLS when offered, the
  *   certificate checked and recorded but not required, one plain-text reconnect when the
  *   handshake fails; 'required' (relays, MTA-STS enforce) = TLS or nothing, and with
  *   `verifyCertificate` a certificate that does not verify ends the session before AUTH or MAIL;

@@ -5,7 +5,7 @@
  * went wrong into a failure value. Nothing here throws to callers of the session.
  * - Transcript: every command and reply line, except message bodies (one "<N bytes of message
  *   data>" line stands in) and AUTH arguments (masked).
- * - TLS (CONTRACT 12): the certificate is always checked against `host` (trusted chain and name)
+ * - TLS (docs/operations.md "Outbound TLS"): the certificate is always checked against `host` (trusted chain and name)
  *   and the result recorded (`tlsVerified`, a transcript line). 'opportunistic' goes on whatever
  *   the check says, and a failed handshake sets `tlsFailed` so the session can reconnect once in
  *   plain text; 'required' fails the session when there is no TLS, and `verifyCertificate` when
@@ -223,7 +223,7 @@ export class SmtpLink {
 
   protected async login(auth: { user: string; pass: string }): Promise<void> {
     this.stage = 'auth';
-    // Credentials never cross an unencrypted connection (CONTRACT 12), whatever the options say.
+    // Credentials never cross an unencrypted connection (docs/operations.md "Outbound TLS"), whatever the options say.
     if (!this.tls) throw this.tlsRequired('credentials are never sent without TLS');
     if (this.ext.auth.includes('PLAIN') || !this.ext.auth.includes('LOGIN')) {
       const token = Buffer.from(`\u0000${auth.user}\u0000${auth.pass}`).toString('base64');

@@ -5,7 +5,7 @@ import type { SenderPolicy } from '../transmissions/transmissions.service.ts';
 import { listVerifiedDomainNames } from './domains.repo.ts';
 import { candidateDomains } from './domain-names.ts';
 
-/** Cap on the cache's age (CONTRACT: changes visible on every node within 5 s). */
+/** Cap on the cache's age (changes visible on every node within 5 s; docs/domains.md "4. Sending"). */
 const MAX_TTL_MS = 5000;
 /** Default age: well inside the 5 s bound, like the API-key cache. */
 const DEFAULT_TTL_MS = 2000;
@@ -39,7 +39,7 @@ export class VerifiedDomainsCache {
 }
 
 /**
- * The accept-time sender check (CONTRACT section 10). Outside development mode every domain the
+ * The accept-time sender check (docs/domains.md "4. Sending"). Outside development mode every domain the
  * message claims to be from (the From address; over SMTP every From mailbox and the Sender)
  * must be a verified sending domain of the tenant, or a subdomain of one: a DKIM signature by
  * the parent domain aligns with the From under DMARC's relaxed alignment, as SES allows too.

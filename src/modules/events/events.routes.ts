@@ -8,7 +8,7 @@ import type { EventsQueryInput } from './events.service.ts';
 
 const Nullable = (s: ReturnType<typeof Type.String>) => Type.Union([s, Type.Null()]);
 
-/** The public event (CONTRACT section 7); webhook bodies carry the same object. */
+/** The public event (docs/api.md "Events"); webhook bodies carry the same object. */
 export const EventSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),

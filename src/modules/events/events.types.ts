@@ -1,4 +1,4 @@
-/** Event types of CONTRACT section 7. */
+/** Event types (docs/api.md "Events", docs/webhooks.md "Event payloads"). */
 export const EVENT_TYPES = [
   'message.accepted',
   'message.suppressed',

@@ -41,7 +41,7 @@ export function validateIdempotencyKey(key: string): void {
 }
 
 /**
- * One mechanism for every create-style POST (CONTRACT section 3).
+ * One mechanism for every create-style POST (docs/api.md "Idempotency").
  * 1. Claim: insert an `in_progress` row (committed at once) so concurrent duplicates see it.
  * 2. Work: the side effect runs in a transaction that also marks the row `completed` with the
  *    response, so the two commit together or not at all.

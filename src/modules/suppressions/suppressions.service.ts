@@ -47,7 +47,7 @@ import {
 export * from './suppressions.model.ts';
 
 /**
- * Suppressions: addresses and domains a tenant must not send to (CONTRACT section 5). Writes are
+ * Suppressions: addresses and domains a tenant must not send to (docs/api.md "Suppressions"). Writes are
  * upserts on tenant + type + identifier; the accept path asks `findSuppressed` before queuing.
  */
 export class SuppressionsService {

@@ -104,7 +104,8 @@ export async function validateTransmission(
     problems.push({ field: 'content', message: 'content needs one of text, html or template_id' });
   }
   if (c.template_id !== undefined) {
-    // Stored templates are later work (CONTRACT section 11); no template id can exist yet.
+    // Stored templates are later work (docs/api.md "POST /v1/transmissions", `content.template_id`);
+    // no template id can exist yet.
     problems.push({ field: 'content.template_id', message: 'template not found' });
   }
   for (const [name, value] of Object.entries(c.headers ?? {})) {

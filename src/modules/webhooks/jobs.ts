@@ -11,7 +11,7 @@ import type { SendResult } from './sender.ts';
  * it, failed ones stay for the next attempt.
  */
 
-/** Retry delays after attempts 1..7 (CONTRACT section 6); attempt 8 failing ends the delivery. */
+/** Retry delays after attempts 1..7 (docs/webhooks.md "Retries and disabling"); attempt 8 failing ends the delivery. */
 export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
 export interface RetryPolicy {

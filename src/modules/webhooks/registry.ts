@@ -35,7 +35,7 @@ export interface RegistrySnapshot {
 }
 
 /**
- * The routing table of enabled webhooks, per tenant (CONTRACT section 6: a change is seen by
+ * The routing table of enabled webhooks, per tenant (docs/api.md "PATCH /v1/webhooks/{id}": a change is seen by
  * every node within 5 s). Every `checkMs` (100 ms) a one-row query (count, newest updated_at)
  * tells whether anything changed, and the table is reloaded when it did, or at the latest every
  * `maxAgeMs` (2 s; an update whose updated_at is older than the newest one would not move the

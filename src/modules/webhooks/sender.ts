@@ -45,7 +45,7 @@ export interface SendRequest {
 export interface SenderOptions {
   /** Allow loopback/private targets (operator setting, dev mode, tests). */
   allowPrivate: boolean;
-  /** Whole-request deadline. Default 10 s (CONTRACT section 6). */
+  /** Whole-request deadline. Default 10 s (docs/webhooks.md "Retries and disabling"). */
   timeoutMs?: number;
   /** Open connections per origin. */
   connectionsPerOrigin?: number;
@@ -185,7 +185,7 @@ export class WebhookSender {
 
 /**
  * The whole-request deadline of every POST (connect, queueing for a connection, headers and
- * body: CONTRACT section 6), kept by one shared timer instead of an AbortSignal.timeout() per
+ * body: docs/webhooks.md "Retries and disabling"), kept by one shared timer instead of an AbortSignal.timeout() per
  * request: a timer and an EventTarget per POST cost more than formatting the request (profile
  * of bench:webhooks). A Deadline is the minimal signal undici accepts (aborted, reason and
  * add/removeEventListener); it fires at most DEADLINE_TICK_MS after its time.

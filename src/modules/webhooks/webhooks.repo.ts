@@ -54,7 +54,10 @@ export async function deleteWebhook(db: Executor, tenantId: string, id: string):
   return true;
 }
 
-/** Drops what a webhook still had queued: a disabled webhook receives nothing (CONTRACT section 6). */
+/**
+ * Drops what a webhook still had queued: a disabled webhook receives nothing (docs/webhooks.md
+ * "Retries and disabling").
+ */
 export async function dropQueue(db: Executor, webhookId: string): Promise<void> {
   await db.deleteFrom('webhook_queue').where('webhook_id', '=', webhookId).execute();
 }

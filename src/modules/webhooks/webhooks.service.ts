@@ -29,7 +29,7 @@ import type {
   WebhookView,
 } from './webhooks.schema.ts';
 
-/** How long a rotated-out secret keeps signing beside the new one (CONTRACT section 6). */
+/** How long a rotated-out secret keeps signing beside the new one (docs/webhooks.md "Rotating the secret"). */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 3600_000;
 
 export function toWebhookView(row: WebhooksTable): WebhookView {
@@ -87,7 +87,7 @@ export interface WebhooksServiceOptions {
 }
 
 /**
- * Webhook management (CONTRACT section 6). Transport-free: routes map its AppErrors. Every
+ * Webhook management (docs/api.md "Webhooks"). Transport-free: routes map its AppErrors. Every
  * change invalidates this node's registry at once; other nodes reload within 2 s.
  */
 export class WebhooksService {
