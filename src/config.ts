@@ -75,6 +75,9 @@ export interface Config {
   smtpCommandDeadlineSeconds: number;
   rateLimitRps: number;
   rateLimitBurst: number;
+  /** All keys of one tenant together (tenants.tenant_rate_limit_* override it); 0 = off. */
+  tenantRateLimitRps: number;
+  tenantRateLimitBurst: number;
   /** Sending domains per tenant unless tenants.max_sending_domains says otherwise. */
   maxDomainsPerTenant: number;
   /** Failed API-key / SMTP AUTH attempts per client address per 10 minutes (then 429 / 421); 0 = off. */
@@ -307,6 +310,22 @@ export function loadConfig(env: Env = process.env): Config {
     smtpCommandDeadlineSeconds: int(env, 'POSTYARD_SMTP_COMMAND_DEADLINE_SECONDS', 300, 1, 3600),
     rateLimitRps: int(env, 'POSTYARD_RATE_LIMIT_RPS', 100, 0, 1_000_000),
     rateLimitBurst: int(env, 'POSTYARD_RATE_LIMIT_BURST', 200, 0, 10_000_000),
+    // Default: two keys' worth, so a tenant may run two senders at full speed but cannot
+    // multiply its limit by making keys.
+    tenantRateLimitRps: int(
+      env,
+      'POSTYARD_TENANT_RATE_LIMIT_RPS',
+      2 * int(env, 'POSTYARD_RATE_LIMIT_RPS', 100, 0, 1_000_000),
+      0,
+      2_000_000,
+    ),
+    tenantRateLimitBurst: int(
+      env,
+      'POSTYARD_TENANT_RATE_LIMIT_BURST',
+      2 * int(env, 'POSTYARD_RATE_LIMIT_BURST', 200, 0, 10_000_000),
+      0,
+      20_000_000,
+    ),
     maxDomainsPerTenant: int(env, 'POSTYARD_MAX_DOMAINS_PER_TENANT', 100, 1, 1_000_000),
     authFailuresPerIp: int(env, 'POSTYARD_AUTH_FAILURES_PER_IP', 60, 0, 1_000_000),
     masterKey,

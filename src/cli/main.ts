@@ -5,6 +5,7 @@ import { migrateToLatest, openDatabase } from '../db/index.ts';
 import { AppError } from '../lib/errors.ts';
 import { createLogger } from '../logger.ts';
 import { SCOPES } from '../modules/api-keys/scopes.ts';
+import { type RateLimitPatch, setTenantRateLimits } from '../modules/tenants/rate-limits.ts';
 import { installShutdown, startRoles } from '../roles.ts';
 
 /**
@@ -112,6 +113,38 @@ export function buildCli(): Command {
           !!opts.json,
           { tenant_id: t.tenant_id, api_key: t.api_key },
           `tenant_id: ${t.tenant_id}\napi_key:   ${t.api_key}\n(the key is shown once; store it now)`,
+        );
+      });
+    });
+
+  // "default" puts a limit back to the configured value; 0 means no limit.
+  // (commander turns a parser's null into '', so "default" stays a string until the action.)
+  const limitArg = (value: string): number | 'default' => {
+    if (value === 'default') return value;
+    if (!/^\d+$/.test(value)) throw new InvalidArgumentError('a whole number, or "default"');
+    return Number(value);
+  };
+  tenants
+    .command('set-limits')
+    .description("Set a tenant's API rate limits: per key, and for all its keys together (0 = none)")
+    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--key-rps <n>', 'requests/s per API key ("default": POSTYARD_RATE_LIMIT_RPS)', limitArg)
+    .option('--key-burst <n>', 'burst per API key ("default": POSTYARD_RATE_LIMIT_BURST)', limitArg)
+    .option('--tenant-rps <n>', 'requests/s of all keys together ("default": POSTYARD_TENANT_RATE_LIMIT_RPS)', limitArg)
+    .option('--tenant-burst <n>', 'burst of all keys together ("default": POSTYARD_TENANT_RATE_LIMIT_BURST)', limitArg)
+    .option('--json', 'print JSON')
+    .action(async (opts: { tenant: string; json?: boolean } & Record<keyof RateLimitPatch, number | 'default'>) => {
+      await withContainer(async (c) => {
+        const { tenant, json, ...given } = opts;
+        const patch: RateLimitPatch = {};
+        for (const [k, v] of Object.entries(given)) patch[k as keyof RateLimitPatch] = v === 'default' ? null : v;
+        const row = await setTenantRateLimits(c.database, tenant, patch);
+        const show = (v: number | null | undefined) => (v === null || v === undefined ? 'default' : String(v));
+        print(
+          !!json,
+          row,
+          `per key:    ${show(row.rate_limit_rps)} rps, burst ${show(row.rate_limit_burst)}\n` +
+            `per tenant: ${show(row.tenant_rate_limit_rps)} rps, burst ${show(row.tenant_rate_limit_burst)}`,
         );
       });
     });

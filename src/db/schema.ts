@@ -12,6 +12,9 @@ export interface TenantsTable {
   default_from: string | null;
   rate_limit_rps: number | null;
   rate_limit_burst: number | null;
+  /** Requests/s and burst for all of the tenant's keys together; null = the configured default (migration 010). */
+  tenant_rate_limit_rps?: number | null;
+  tenant_rate_limit_burst?: number | null;
   /** Cap on sending domains; null = POSTYARD_MAX_DOMAINS_PER_TENANT (migration 008). */
   max_sending_domains?: number | null;
   created_at: string;

@@ -129,11 +129,7 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     }
   });
   installAuth(app, c.apiKeys, c.failedAuth);
-  installRateLimit(app, c.rateLimiter, {
-    rps: c.config.rateLimitRps,
-    burst: c.config.rateLimitBurst,
-    tenantLimits: registerTenantLimitCache(c),
-  });
+  installRateLimit(app, c.rateLimiter, { limitsFor: registerTenantLimitCache(c) });
 
   // JSON endpoints answer 415 for any other Content-Type, including none (docs/api.md "Requests and answers").
   app.addHook('preValidation', async (req) => {

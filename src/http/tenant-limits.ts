@@ -1,27 +1,36 @@
 import type { Container } from '../container.ts';
+import type { BucketParams } from '../modules/rate-limit/rate-limiter.ts';
+
+/** The limits in force for one tenant's requests: per API key, and for all its keys together. */
+export interface TenantRateLimits {
+  key: BucketParams;
+  tenant: BucketParams;
+}
 
 /**
- * Per-tenant rate-limit overrides (tenants.rate_limit_rps / rate_limit_burst), cached for 5 s so
- * the rate limiter adds no database read per request.
+ * Rate limits per tenant, cached for 5 s so the rate limiter adds no database read per request:
+ * tenants.rate_limit_rps / rate_limit_burst override the per-key limit, tenants.tenant_rate_limit_*
+ * the per-tenant one (`postyard tenants set-limits`); null columns take the configured defaults.
  */
 export function registerTenantLimitCache(c: Container) {
-  const cache = new Map<string, { value: { rps: number; burst: number } | null; expires: number }>();
-  return async (tenantId: string) => {
+  const cache = new Map<string, { value: TenantRateLimits; expires: number }>();
+  const cfg = c.config;
+  return async (tenantId: string): Promise<TenantRateLimits> => {
     const now = Date.now();
     const hit = cache.get(tenantId);
     if (hit && hit.expires > now) return hit.value;
     const row = await c.database.db
       .selectFrom('tenants')
-      .select(['rate_limit_rps', 'rate_limit_burst'])
+      .select(['rate_limit_rps', 'rate_limit_burst', 'tenant_rate_limit_rps', 'tenant_rate_limit_burst'])
       .where('id', '=', tenantId)
       .executeTakeFirst();
-    const value =
-      row && (row.rate_limit_rps !== null || row.rate_limit_burst !== null)
-        ? {
-            rps: row.rate_limit_rps ?? c.config.rateLimitRps,
-            burst: row.rate_limit_burst ?? c.config.rateLimitBurst,
-          }
-        : null;
+    const value: TenantRateLimits = {
+      key: { rps: row?.rate_limit_rps ?? cfg.rateLimitRps, burst: row?.rate_limit_burst ?? cfg.rateLimitBurst },
+      tenant: {
+        rps: row?.tenant_rate_limit_rps ?? cfg.tenantRateLimitRps,
+        burst: row?.tenant_rate_limit_burst ?? cfg.tenantRateLimitBurst,
+      },
+    };
     if (cache.size > 10_000) cache.clear();
     cache.set(tenantId, { value, expires: now + 5000 });
     return value;

@@ -86,22 +86,50 @@ describe('password sign-in', () => {
 });
 
 describe('sign-in rate limits', () => {
-  it('locks an email out after 5 attempts with 429 and Retry-After, even with the right password', async () => {
+  it('locks an email after 5 failed attempts for the address that failed (429 with Retry-After, even with the right password)', async () => {
     const { email } = await newUser();
+    const guesser = new DashClient(ctx.app);
     for (let i = 0; i < 5; i++) {
-      const res = await new DashClient(ctx.app).login(email, `wrong-${i}-password`);
+      const res = await guesser.login(email, `wrong-${i}-password`);
       expect(res.statusCode).toBe(401);
     }
-    const locked = await new DashClient(ctx.app).login(email, PASSWORD);
-    expect(locked.statusCode).toBe(429);
-    expect(locked.json().errors[0].code).toBe('rate_limited');
-    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+    for (const password of ['wrong-5-password', PASSWORD]) {
+      const locked = await guesser.login(email, password);
+      expect(locked.statusCode, password).toBe(429);
+      expect(locked.json().errors[0].code).toBe('rate_limited');
+      expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+    }
     // Another account from another address is unaffected.
     const other = await newUser();
     expect((await new DashClient(ctx.app).login(other.email, PASSWORD)).statusCode).toBe(200);
   });
 
-  it('locks a client address out after 20 attempts across emails', async () => {
+  it("someone else's wrong guesses do not lock the owner out: an address that has not failed signs in", async () => {
+    const { email } = await newUser();
+    // Five wrong passwords from five addresses lock the email...
+    for (let i = 0; i < 5; i++) {
+      expect((await new DashClient(ctx.app).login(email, `wrong-${i}-password`)).statusCode).toBe(401);
+    }
+    // ...yet the owner, from an address that has not failed, signs in with the right password.
+    expect((await new DashClient(ctx.app).login(email, PASSWORD)).statusCode).toBe(200);
+    // While the email is locked, an address gets one wrong guess; then it is refused unheard.
+    const late = new DashClient(ctx.app);
+    expect((await late.login(email, 'another-wrong-password')).statusCode).toBe(401);
+    expect((await late.login(email, PASSWORD)).statusCode).toBe(429);
+  });
+
+  it('counts failures only: signing in again and again is never refused', async () => {
+    const { email } = await newUser();
+    const client = new DashClient(ctx.app);
+    for (let i = 0; i < 8; i++) {
+      expect((await client.login(email, PASSWORD)).statusCode, `sign-in ${i + 1}`).toBe(200);
+    }
+    // A mistyped password in between still leaves the right one working.
+    expect((await client.login(email, 'mistyped-password')).statusCode).toBe(401);
+    expect((await client.login(email, PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('locks a client address out after 20 failed attempts across emails', async () => {
     const client = new DashClient(ctx.app);
     for (let i = 0; i < 20; i++) {
       expect((await client.login(`nobody${i}@example.com`, 'whatever-password')).statusCode).toBe(401);

@@ -1,4 +1,7 @@
-/** Rate limits per API key (docs/api.md "Rate limits"): token bucket, RateLimit-* headers, 429, across nodes. */
+/**
+ * Rate limits per API key (docs/api.md "Rate limits"): token bucket, RateLimit-* headers, 429, across
+ * nodes; and per tenant, all its keys together (issue 13: making keys multiplied the limit).
+ */
 import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
@@ -8,13 +11,23 @@ import {
   createTenant,
   createTestContext,
   DIALECT,
+  TEST_DATABASE_URL,
   keyWithScopes,
   type TestContext,
   type TestTenant,
 } from '../helpers/context.ts';
+import { setTenantRateLimits } from '../../src/modules/tenants/rate-limits.ts';
 import { expectError } from '../helpers/security-suite.ts';
+import { killChildren, runCli, SPAWN_TEST_TIMEOUT_MS } from '../helpers/server-process.ts';
 
-const LIMITED = { POSTYARD_RATE_LIMIT_RPS: '1', POSTYARD_RATE_LIMIT_BURST: '3' };
+// The per-key tests make many keys of one tenant: the per-tenant limit is off for them.
+const LIMITED = { POSTYARD_RATE_LIMIT_RPS: '1', POSTYARD_RATE_LIMIT_BURST: '3', POSTYARD_TENANT_RATE_LIMIT_RPS: '0' };
+const TENANT_LIMITED = {
+  POSTYARD_RATE_LIMIT_RPS: '1',
+  POSTYARD_RATE_LIMIT_BURST: '3',
+  POSTYARD_TENANT_RATE_LIMIT_RPS: '1',
+  POSTYARD_TENANT_RATE_LIMIT_BURST: '5',
+};
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 function list(ctx: TestContext, key: string) {
@@ -157,6 +170,149 @@ describe('token bucket per API key (RPS=1, BURST=3)', () => {
   });
 });
 
+/** `keys` keys of a fresh tenant; requests go round-robin over them. */
+async function tenantWithKeys(ctx: TestContext, keys: number) {
+  const t = await createTenant(ctx);
+  const list: string[] = [];
+  for (let i = 0; i < keys; i++) list.push(await keyWithScopes(ctx, t.tenantId, ['manage:api-keys']));
+  return { tenantId: t.tenantId, keys: list };
+}
+
+describe('token bucket per tenant (keys: RPS=1 BURST=3; tenant: RPS=1 BURST=5)', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ env: TENANT_LIMITED });
+  });
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  it('more keys do not multiply the limit: the 6th quick request of the tenant is 429, whichever key sends it', async () => {
+    const { answers, otherTenant } = await quickly(async () => {
+      const t = await tenantWithKeys(ctx, 3);
+      const answers = await sequence(
+        6,
+        (() => {
+          let i = 0;
+          return () => list(ctx, t.keys[i++ % 3] as string);
+        })(),
+      );
+      const other = await tenantWithKeys(ctx, 1);
+      return { answers, otherTenant: await list(ctx, other.keys[0] as string) };
+    });
+    expect(answers.slice(0, 5).map((r) => r.statusCode)).toEqual(Array(5).fill(200));
+    // The headers describe the tighter bucket: first the key's (2 of 3 left, tenant 4 of 5),
+    // then the tenant's (key b: 1 of 3 left, tenant: 0 of 5).
+    expectRateHeaders(answers[0] as LightMyRequestResponse, 3, 2);
+    expectRateHeaders(answers[4] as LightMyRequestResponse, 5, 0);
+    const refused = answers[5] as LightMyRequestResponse;
+    expectError(refused, 429, 'rate_limited');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expectRateHeaders(refused, 5, 0);
+    // Another tenant has its own budget.
+    expect(otherTenant.statusCode).toBe(200);
+    expectRateHeaders(otherTenant, 3, 2);
+  });
+
+  it("a key past its own limit does not use up its tenant's budget for the other keys", async () => {
+    const { flood, other } = await quickly(async () => {
+      const t = await tenantWithKeys(ctx, 2);
+      const flood = await sequence(6, () => list(ctx, t.keys[0] as string));
+      return { flood, other: await sequence(3, () => list(ctx, t.keys[1] as string)) };
+    });
+    expect(flood.map((r) => r.statusCode)).toEqual([200, 200, 200, 429, 429, 429]);
+    // 3 of the tenant's 5 were used: key b gets 2, then the tenant is out.
+    expect(other.map((r) => r.statusCode)).toEqual([200, 200, 429]);
+  });
+
+  it('the tenant limit is set per tenant (postyard tenants set-limits), and back to the default', async () => {
+    const answers = await quickly(async () => {
+      const t = await tenantWithKeys(ctx, 3);
+      await setTenantRateLimits(ctx.c.database, t.tenantId, { tenantRps: 1, tenantBurst: 8 });
+      let i = 0;
+      return sequence(9, () => list(ctx, t.keys[i++ % 3] as string));
+    });
+    expect(answers.slice(0, 8).map((r) => r.statusCode)).toEqual(Array(8).fill(200));
+    expectError(answers[8] as LightMyRequestResponse, 429, 'rate_limited');
+    expectRateHeaders(answers[8] as LightMyRequestResponse, 8, 0);
+
+    const t = await tenantWithKeys(ctx, 1);
+    const row = await setTenantRateLimits(ctx.c.database, t.tenantId, { tenantRps: 5, tenantBurst: 9 });
+    expect([row.tenant_rate_limit_rps, row.tenant_rate_limit_burst]).toEqual([5, 9]);
+    const back = await setTenantRateLimits(ctx.c.database, t.tenantId, { tenantRps: null, tenantBurst: null });
+    expect([back.tenant_rate_limit_rps, back.tenant_rate_limit_burst]).toEqual([null, null]);
+    await expect(setTenantRateLimits(ctx.c.database, t.tenantId, { tenantRps: -1 })).rejects.toThrow(/tenantRps/);
+  });
+});
+
+describe('postyard tenants set-limits', () => {
+  let ctx: TestContext;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    ctx = await createTestContext({ env: TENANT_LIMITED });
+    env = { POSTYARD_DATA_DIR: ctx.dataDir };
+    if (TEST_DATABASE_URL && ctx.pgSchema) {
+      const url = new URL(TEST_DATABASE_URL);
+      url.searchParams.set('options', `-c search_path=${ctx.pgSchema}`);
+      env.DATABASE_URL = url.toString();
+    }
+  });
+  afterAll(async () => {
+    killChildren();
+    await ctx?.close();
+  });
+
+  it(
+    'sets the per-key and per-tenant limits of a tenant; "default" goes back to the configuration',
+    async () => {
+      const t = await createTenant(ctx);
+      const args = ['tenants', 'set-limits', '--tenant', t.tenantId, '--json'];
+      const set = await runCli([...args, '--key-rps', '50', '--tenant-rps', '7', '--tenant-burst', '9'], { env });
+      expect(set.code, set.stderr).toBe(0);
+      expect(JSON.parse(set.stdout)).toMatchObject({
+        rate_limit_rps: 50,
+        rate_limit_burst: null,
+        tenant_rate_limit_rps: 7,
+        tenant_rate_limit_burst: 9,
+      });
+      const back = await runCli([...args, '--tenant-burst', 'default'], { env });
+      expect(JSON.parse(back.stdout)).toMatchObject({ tenant_rate_limit_rps: 7, tenant_rate_limit_burst: null });
+      const bad = await runCli([...args, '--tenant-rps', 'lots'], { env });
+      expect(bad.code).not.toBe(0);
+      // The app sees the new tenant burst (never cached for this tenant before).
+      const key = await keyWithScopes(ctx, t.tenantId, ['manage:api-keys']);
+      await setTenantRateLimits(ctx.c.database, t.tenantId, { tenantBurst: 9 });
+      const res = await list(ctx, key);
+      expect(res.statusCode).toBe(200);
+      expectRateHeaders(res, 3, 2); // the key's 3 is tighter than the tenant's 9
+    },
+    SPAWN_TEST_TIMEOUT_MS,
+  );
+});
+
+describe.runIf(DIALECT === 'postgres')('per tenant across nodes on PostgreSQL', () => {
+  let a: TestContext;
+  let b: TestContext;
+  beforeAll(async () => {
+    a = await createTestContext({ env: TENANT_LIMITED });
+    b = await createTestContext({ shareWith: a });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it("the tenant's budget holds across nodes: 5 requests with 3 keys on two nodes, the 6th is 429", async () => {
+    const answers = await quickly(async () => {
+      const t = await tenantWithKeys(a, 3);
+      const out: LightMyRequestResponse[] = [];
+      for (let i = 0; i < 6; i++) out.push(await list(i % 2 ? b : a, t.keys[i % 3] as string));
+      return out;
+    });
+    expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+});
+
 describe('RPS=0 turns rate limiting off', () => {
   let ctx: TestContext;
   beforeAll(async () => {
@@ -185,6 +341,8 @@ describe('the defaults', () => {
     });
     try {
       expect(ctx.c.config.rateLimitRps).toBe(100);
+      // Per tenant: two keys' worth unless set.
+      expect([ctx.c.config.tenantRateLimitRps, ctx.c.config.tenantRateLimitBurst]).toEqual([200, 400]);
       const t = await createTenant(ctx);
       const res = await list(ctx, t.apiKey);
       expectRateHeaders(res, 200, 199);

@@ -9,7 +9,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../../src/lib/crypto.ts';
 import { type RunningSmtpServer, startSmtpServer } from '../../src/smtp/server.ts';
-import { DashClient, PASSWORD, signedInUser } from '../dashboard/helpers.ts';
+import { DashClient, freshIp, PASSWORD, signedInUser } from '../dashboard/helpers.ts';
 import { createTenant, createTestContext, DIALECT, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { RawClient } from '../smtp/helpers.ts';
 
@@ -163,12 +163,19 @@ describe('dashboard sign-in limits: one-time links, password changes, several no
   it.skipIf(DIALECT !== 'postgres')('PostgreSQL: the sign-in limits hold across nodes', async () => {
     const other = await createTestContext({ shareWith: ctx });
     try {
-      const { email } = await signedInUser(ctx); // one attempt of the email's 5
-      for (let i = 0; i < 4; i++) {
+      const { email } = await signedInUser(ctx); // a success: takes nothing from any budget
+      const ip = freshIp();
+      for (let i = 0; i < 5; i++) {
         const node = i % 2 === 0 ? other : ctx;
-        expect((await new DashClient(node.app).login(email, `wrong password ${i}`)).statusCode).toBe(401);
+        expect((await new DashClient(node.app, ip).login(email, `wrong password ${i}`)).statusCode).toBe(401);
       }
-      expect((await new DashClient(other.app).login(email, PASSWORD)).statusCode).toBe(429);
+      // The address that failed five times is refused on either node, even with the right password...
+      expect((await new DashClient(other.app, ip).login(email, PASSWORD)).statusCode).toBe(429);
+      expect((await new DashClient(ctx.app, ip).login(email, PASSWORD)).statusCode).toBe(429);
+      // ...and the email's lock is known on both: a second address that fails is refused next time.
+      const second = freshIp();
+      expect((await new DashClient(ctx.app, second).login(email, 'wrong password 5')).statusCode).toBe(401);
+      expect((await new DashClient(other.app, second).login(email, PASSWORD)).statusCode).toBe(429);
     } finally {
       await other.close();
     }
@@ -187,10 +194,10 @@ describe('dashboard sign-in limits: one-time links, password changes, several no
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
   });
 
-  it('guessing the current password in a stolen session: 4 wrong tries, then 429 unheard, even when right', async () => {
+  it('guessing the current password in a stolen session: 5 wrong tries, then 429 unheard, even when right', async () => {
     const { client } = await signedInUser(ctx);
-    // The sign-in itself took one attempt of this email's budget of 5.
-    for (let i = 0; i < 4; i++) {
+    // The sign-in itself was a success and took nothing from the budget of 5 failures.
+    for (let i = 0; i < 5; i++) {
       const res = await client.post('/dashboard/api/password', {
         password: 'a brand new password',
         current_password: `guess number ${i}`,
@@ -198,7 +205,7 @@ describe('dashboard sign-in limits: one-time links, password changes, several no
       expect(res.statusCode, `guess ${i + 1}`).toBe(422);
     }
     // Past the budget a guess is not evaluated: the right password gets the same 429 as a wrong one.
-    for (const current of ['guess number 5', PASSWORD]) {
+    for (const current of ['guess number 6', PASSWORD]) {
       const res = await client.post('/dashboard/api/password', {
         password: 'a brand new password',
         current_password: current,

@@ -8,6 +8,7 @@ import * as m009 from './009_email_identifier_case.ts';
 import * as m008 from './008_tenant_domain_limit.ts';
 import * as m006 from './006_attempt_tls_policy.ts';
 import * as m007 from './007_nodes.ts';
+import * as m010 from './010_tenant_rate_limit.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '008_tenant_domain_limit': m008,
   '006_attempt_tls_policy': m006,
   '007_nodes': m007,
+  '010_tenant_rate_limit': m010,
 };

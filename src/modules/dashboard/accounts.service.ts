@@ -17,9 +17,9 @@ export interface DashboardSettings {
   absoluteTimeoutMs: number;
   /** How long a one-time sign-in link stays valid. */
   linkTtlMs: number;
-  /** Sign-in attempts per client IP: burst, refilled at rps. */
+  /** FAILED sign-in attempts per client IP: burst, refilled at rps. */
   perIp: { burst: number; rps: number };
-  /** Sign-in attempts per email address. */
+  /** FAILED sign-in attempts per email address; past it the email is locked (see assertLoginAllowed). */
   perEmail: { burst: number; rps: number };
 }
 
@@ -173,22 +173,61 @@ export class DashboardAccounts {
     return { token, expires_at: expires, user };
   }
 
-  /** Takes one token from each sign-in bucket; 429 with Retry-After when either is empty. */
-  async checkLoginRate(ip: string, email: string): Promise<void> {
+  /**
+   * Sign-in limits count FAILED attempts only: signing in often never locks anyone out. Checked
+   * before the password (so past a limit a guess is refused unheard, 429 with Retry-After):
+   * - a client address that has used its failure budget (perIp) is refused;
+   * - an email that has used its budget (perEmail) is locked, but only for the addresses that
+   *   failed for it themselves in the last perEmail window. An address that has not may still
+   *   try: the owner signs in with the right password although someone else guessed wrong five
+   *   times; a wrong password from it counts, and locks that address out for this email too.
+   */
+  async assertLoginAllowed(ip: string, email: string): Promise<void> {
+    const k = this.budgetKeys(ip, email);
     const s = this.settings;
-    const checks = [
-      this.limiter.check(`dashboard-login:ip:${ip}`, s.perIp),
-      ...(email ? [this.limiter.check(`dashboard-login:email:${sha256Hex(email)}`, s.perEmail)] : []),
-    ];
-    const denied = (await Promise.all(checks)).filter((d) => !d.allowed);
-    if (denied.length) {
-      const wait = Math.max(...denied.map((d) => d.retryAfterSeconds));
+    const [byIp, byEmail] = await Promise.all([
+      this.limiter.peek(k.ip, s.perIp),
+      k.email ? this.limiter.peek(k.email, s.perEmail) : null,
+    ]);
+    let wait = byIp.available ? 0 : byIp.retryAfterSeconds;
+    if (byEmail && !byEmail.available && k.pair) {
+      const byPair = await this.limiter.peek(k.pair, this.pairParams());
+      if (!byPair.available) wait = Math.max(wait, Math.min(byEmail.retryAfterSeconds, byPair.retryAfterSeconds));
+    }
+    if (wait > 0) {
       throw new AppError(
         'rate_limited',
-        `Too many sign-in attempts; try again in ${wait >= 90 ? `${Math.ceil(wait / 60)} minutes` : `${wait} seconds`}`,
+        `Too many failed sign-in attempts; try again in ${wait >= 90 ? `${Math.ceil(wait / 60)} minutes` : `${wait} seconds`}`,
         { headers: { 'Retry-After': String(wait) } },
       );
     }
+  }
+
+  /** Counts one failed attempt against the address, the email, and the address for that email. */
+  async recordLoginFailure(ip: string, email: string): Promise<void> {
+    const k = this.budgetKeys(ip, email);
+    const s = this.settings;
+    await Promise.all([
+      this.limiter.check(k.ip, s.perIp),
+      ...(k.email && k.pair
+        ? [this.limiter.check(k.email, s.perEmail), this.limiter.check(k.pair, this.pairParams())]
+        : []),
+    ]);
+  }
+
+  private budgetKeys(ip: string, email: string) {
+    const e = email ? sha256Hex(email) : null;
+    return {
+      ip: `dashboard-login:ip:${ip}`,
+      email: e ? `dashboard-login:email:${e}` : null,
+      // "this address failed for this email": one token, back after the perEmail window.
+      pair: e ? `dashboard-login:email-ip:${e}:${ip}` : null,
+    };
+  }
+
+  private pairParams() {
+    const { burst, rps } = this.settings.perEmail;
+    return { burst: 1, rps: rps / burst };
   }
 
   /** Email + password -> a new session, or null. Costs one scrypt either way. */
@@ -281,7 +320,12 @@ export class DashboardAccounts {
    * signed in with a one-time link less than LINK_RESET_WINDOW_MS ago (the link is how a
    * forgotten password is reset). The user's other sessions end.
    */
-  async setPassword(session: SessionInfo, input: { password: unknown; current_password?: unknown }): Promise<void> {
+  async setPassword(
+    session: SessionInfo,
+    input: { password: unknown; current_password?: unknown },
+    /** The client's address: a wrong current password counts as a failed sign-in from it. */
+    ip?: string,
+  ): Promise<void> {
     const password = checkPassword(input.password);
     const row = await this.db
       .selectFrom('dashboard_users')
@@ -294,6 +338,7 @@ export class DashboardAccounts {
     if (row.password_hash && !freshLink) {
       const current = typeof input.current_password === 'string' ? input.current_password : '';
       if (!(await verifyPassword(current.slice(0, MAX_PASSWORD_CHARS), row.password_hash))) {
+        if (ip !== undefined) await this.recordLoginFailure(ip, row.email);
         throw validationError([{ field: 'current_password', message: 'current password is incorrect' }]);
       }
     }

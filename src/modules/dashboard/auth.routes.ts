@@ -64,10 +64,12 @@ export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) 
 
   app.post('/dashboard/api/login', { config: PUBLIC, schema: { ...hide, body: LoginBody } }, async (req, reply) => {
     const body = req.body as { email: string; password: string };
-    // Counted before the password is checked, so a locked-out guesser learns nothing more.
-    await c.dashboard.checkLoginRate(req.ip, normalizeLoginEmail(body.email));
+    // Checked before the password, so a locked-out guesser learns nothing more; only failures count.
+    const email = normalizeLoginEmail(body.email);
+    await c.dashboard.assertLoginAllowed(req.ip, email);
     const s = await c.dashboard.loginWithPassword(body.email, body.password);
     if (!s) {
+      await c.dashboard.recordLoginFailure(req.ip, email);
       req.log.warn({ ip: req.ip }, 'dashboard sign-in failed');
       return sendDashboardError(reply, 401, 'invalid_credentials', 'The email or password is incorrect');
     }
@@ -75,9 +77,10 @@ export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) 
   });
 
   app.post('/dashboard/api/login/link', { config: PUBLIC, schema: { ...hide, body: LinkBody } }, async (req, reply) => {
-    await c.dashboard.checkLoginRate(req.ip, '');
+    await c.dashboard.assertLoginAllowed(req.ip, '');
     const s = await c.dashboard.loginWithLink((req.body as { token: string }).token);
     if (!s) {
+      await c.dashboard.recordLoginFailure(req.ip, '');
       return sendDashboardError(
         reply,
         401,
@@ -99,13 +102,12 @@ export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) 
     { config: SESSION, schema: { ...hide, body: PasswordBody } },
     async (req, reply) => {
       const s = sessionOf(req);
-      // Counted against the sign-in limits BEFORE the current password is checked, like a sign-in:
-      // past the limit a guess is refused unheard (429). Counting only after a wrong guess (as
-      // before) still answered every guess, 429 meaning "wrong" and 204 "right", so a stolen
-      // session could find out the password at full speed.
+      // The sign-in limits apply, checked BEFORE the current password like a sign-in: past the
+      // limit a guess is refused unheard (429), whether right or wrong, so a stolen session cannot
+      // find out the password at full speed. A wrong current password counts as a failure.
       const user = await c.dashboard.getUser(s.tenantId, s.userId);
-      await c.dashboard.checkLoginRate(req.ip, user.email);
-      await c.dashboard.setPassword(s, req.body as { password: string; current_password?: string });
+      await c.dashboard.assertLoginAllowed(req.ip, user.email);
+      await c.dashboard.setPassword(s, req.body as { password: string; current_password?: string }, req.ip);
       return reply.code(204).send();
     },
   );

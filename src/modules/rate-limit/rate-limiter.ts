@@ -21,6 +21,8 @@ export interface RateLimitStore {
   readonly kind: 'memory' | 'redis' | 'database';
   /** Takes one token from `key`'s bucket; returns tokens left (>= 0) or -1 when denied with the level. */
   take(key: string, p: BucketParams, nowMs: number): Promise<{ allowed: boolean; tokens: number }>;
+  /** Tokens in `key`'s bucket now, without taking one (a bucket never used is full). */
+  peek(key: string, p: BucketParams, nowMs: number): Promise<number>;
 }
 
 /**
@@ -46,6 +48,15 @@ export class RateLimiter {
       retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / p.rps)),
     };
   }
+
+  /**
+   * Whether `key`'s bucket holds a token, without taking it: for budgets of failures, which are
+   * checked before an attempt and drawn from only when it fails.
+   */
+  async peek(key: string, p: BucketParams): Promise<{ available: boolean; retryAfterSeconds: number }> {
+    const tokens = await this.store.peek(key, p, Date.now());
+    return { available: tokens >= 1, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / p.rps)) };
+  }
 }
 
 function refill(tokens: number, updatedMs: number, nowMs: number, p: BucketParams): number {
@@ -64,6 +75,11 @@ export class MemoryStore implements RateLimitStore {
     if (this.buckets.size > 100_000) this.buckets.clear();
     this.buckets.set(key, { tokens, updatedMs: nowMs });
     return { allowed, tokens };
+  }
+
+  async peek(key: string, p: BucketParams, nowMs: number) {
+    const b = this.buckets.get(key);
+    return b ? refill(b.tokens, b.updatedMs, nowMs, p) : p.burst;
   }
 }
 
@@ -90,6 +106,11 @@ export class RedisStore implements RateLimitStore {
       string,
     ];
     return { allowed: res[0] === 1, tokens: Number(res[1]) };
+  }
+
+  async peek(key: string, p: BucketParams, nowMs: number) {
+    const [t, u] = await this.redis.hmget(`postyard:rl:${key}`, 't', 'u');
+    return t === null || u === null ? p.burst : refill(Number(t), Number(u), nowMs, p);
   }
 }
 
@@ -118,5 +139,14 @@ export class DatabaseStore implements RateLimitStore {
       RETURNING tokens, last_allowed`.execute(this.database.db);
     const row = res.rows[0];
     return { allowed: Number(row?.last_allowed ?? 0) === 1, tokens: Math.max(0, Number(row?.tokens ?? 0)) };
+  }
+
+  async peek(key: string, p: BucketParams, nowMs: number) {
+    const row = await this.database.db
+      .selectFrom('rate_limit_buckets')
+      .select(['tokens', 'updated_ms'])
+      .where('key', '=', key)
+      .executeTakeFirst();
+    return row ? refill(Number(row.tokens), Number(row.updated_ms), nowMs, p) : p.burst;
   }
 }
