@@ -6,7 +6,7 @@ import { dkimVerify } from 'mailauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DnsServer, startDnsServer } from './peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from './peers/sink-mx.ts';
-import { runCli, type ServerProcess, startServer } from './helpers/server-process.ts';
+import { runCli, SPAWN_TEST_TIMEOUT_MS, type ServerProcess, startServer } from './helpers/server-process.ts';
 
 /**
  * The README walkthrough, step by step, against a real server process: the message reaches a
@@ -34,7 +34,8 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('README walkthrough', () => {
+// Spawns the server and the CLI: minutes under load (SPAWN_TIMEOUT_MS).
+describe('README walkthrough', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
   it('creates a tenant, adds a sending domain, sends, and the mail arrives DKIM-signed', async () => {
     const env = {
       POSTYARD_DATA_DIR: dataDir,
@@ -84,5 +85,5 @@ describe('README walkthrough', () => {
     });
     expect(verdict.results[0]?.status.result).toBe('pass');
     expect(verdict.results[0]?.signingDomain).toBe('acme.test');
-  }, 60_000);
+  });
 });

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SPAWN_TEST_TIMEOUT_MS } from '../helpers/server-process.ts';
 import { countRows, type LiveServer, startLiveServer } from './helpers.ts';
 
 const run = promisify(execFile);
@@ -19,12 +20,13 @@ beforeAll(async () => {
   live = await startLiveServer();
   // The same command `npm install` runs through the package's prepare script.
   await run('npm', ['run', 'build', '--workspace', '@postyard/client'], { cwd: ROOT });
-}, 120_000);
+}, SPAWN_TEST_TIMEOUT_MS);
 afterAll(async () => {
   await live?.close();
 });
 
-describe('@postyard/client as installed', () => {
+// npm and node are spawned in every test: minutes under load, not vitest's 30 s.
+describe('@postyard/client as installed', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
   it('the package tarball holds the ESM build and its type declarations', async () => {
     const { stdout } = await run(
       'npm',

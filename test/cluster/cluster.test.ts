@@ -30,7 +30,7 @@ import {
   startNode,
   until,
 } from '../helpers/cluster.ts';
-import { killChildren } from '../helpers/server-process.ts';
+import { killChildren, SPAWN_TIMEOUT_MS } from '../helpers/server-process.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
 import { type Receiver, startReceiver } from '../webhooks/helpers.ts';
@@ -125,7 +125,7 @@ describe.skipIf(DIALECT !== 'postgres')(title, () => {
       startNode(ctx, 'n3', 'api,worker', env),
     ]);
     sampler = sampleLeases();
-  }, 120_000);
+  }, 2 * SPAWN_TIMEOUT_MS); // three node processes start at once
 
   afterAll(async () => {
     sampling = false;

@@ -92,7 +92,7 @@ describe(`kill -9 while accepting, delivering and dispatching (${DIALECT}, ${NOD
       POSTYARD_WEBHOOK_LEASE_SECONDS: '15',
     };
     for (let i = 1; i <= NODES; i++) nodes.push(await startNode(ctx, `n${i}`, 'api,worker', env));
-  }, 120_000);
+  }, 300_000); // NODES node processes start one after the other (SPAWN_TIMEOUT_MS each at most)
 
   afterAll(async () => {
     for (const n of [...retired, ...nodes]) {

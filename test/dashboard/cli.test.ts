@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, createTestContext, TEST_DATABASE_URL, type TestContext } from '../helpers/context.ts';
-import { killChildren, runCli } from '../helpers/server-process.ts';
+import { killChildren, runCli, SPAWN_TEST_TIMEOUT_MS } from '../helpers/server-process.ts';
 import { DashClient } from './helpers.ts';
 
 let ctx: TestContext;
@@ -32,7 +32,8 @@ function tokenOf(link: string): string {
   return m[1];
 }
 
-describe('postyard users', () => {
+// Each test spawns the CLI: minutes under load, not vitest's default 30 s (SPAWN_TIMEOUT_MS).
+describe('postyard users', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
   it('creates a user with a password who can then sign in', async () => {
     const r = await runCli(
       ['users', 'create', '--tenant', tenantId, '--email', 'Ops@Acme.test', '--password', 'a good password', '--json'],

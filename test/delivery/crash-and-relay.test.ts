@@ -10,6 +10,7 @@ import {
   type TestContext,
   type TestTenant,
 } from '../helpers/context.ts';
+import { SPAWN_TEST_TIMEOUT_MS, SPAWN_TIMEOUT_MS } from '../helpers/server-process.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx, TEST_CA_LEAF_CERT, TEST_CA_LEAF_KEY } from '../peers/sink-mx.ts';
 
@@ -63,7 +64,8 @@ function workerProcess(ctx: TestContext): ChildProcess {
 /** Every worker process started here, killed in afterAll even when a test failed half-way. */
 const spawned: ChildProcess[] = [];
 
-describe('crash safety of delivery', () => {
+// Spawns two worker processes, one after the other: minutes under load (SPAWN_TIMEOUT_MS).
+describe('crash safety of delivery', { timeout: 2 * SPAWN_TEST_TIMEOUT_MS }, () => {
   let ctx: TestContext;
   let t: TestTenant;
   beforeAll(async () => {
@@ -87,7 +89,8 @@ describe('crash safety of delivery', () => {
     expect(res.statusCode).toBe(202);
     const id = res.json().transmission_id as string;
     const first = workerProcess(ctx);
-    const deadline = Date.now() + 30_000;
+    // From the spawn: loading the process alone took 13 s on a loaded 2-core machine.
+    const deadline = Date.now() + SPAWN_TIMEOUT_MS;
     while (sink.messages.filter((m) => m.rcptTo[0]?.endsWith('@crash.test')).length < 100) {
       if (Date.now() > deadline)
         throw new Error(`first worker delivered nothing: ${JSON.stringify(await countStates(ctx, id))}`);
@@ -100,7 +103,7 @@ describe('crash safety of delivery', () => {
 
     const second = workerProcess(ctx);
     try {
-      const end = Date.now() + 60_000;
+      const end = Date.now() + SPAWN_TIMEOUT_MS;
       for (;;) {
         const s = await countStates(ctx, id);
         if ((s.delivered ?? 0) === n) break;
@@ -125,7 +128,7 @@ describe('crash safety of delivery', () => {
       .where('type', '=', 'message.delivered')
       .executeTakeFirstOrThrow();
     expect(Number(delivered.n)).toBe(n);
-  }, 120_000);
+  });
 });
 
 describe('relay mode', () => {

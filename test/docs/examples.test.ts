@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { Postyard } from '@postyard/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { countRows, type LiveServer, MAIL, startLiveServer } from '../client/helpers.ts';
+import { SPAWN_TEST_TIMEOUT_MS, SPAWN_TIMEOUT_MS } from '../helpers/server-process.ts';
 import { type FencedBlock, fencedBlocks } from './markdown.ts';
 
 const run = promisify(execFile);
@@ -69,12 +70,13 @@ async function runShell(block: FencedBlock): Promise<number[]> {
   const { stdout } = await run('bash', ['-c', script], {
     cwd: workDir,
     env: { PATH: process.env.PATH ?? '', HOME: workDir, ...env, ...vars },
-    timeout: 20_000,
+    // bash and curl are spawned: generous under load (see SPAWN_TIMEOUT_MS).
+    timeout: SPAWN_TIMEOUT_MS,
   });
   return [...stdout.matchAll(/__STATUS__ (\d{3})/g)].map((m) => Number(m[1]));
 }
 
-describe('curl examples', () => {
+describe('curl examples', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
   it('there are curl examples for every endpoint page', () => {
     expect(shellBlocks.length).toBeGreaterThan(25);
     expect(shellBlocks.every((b) => b.code.includes('curl '))).toBe(true);

@@ -9,12 +9,23 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '../helpers/context.ts';
-import { type CliResult, killChildren, runCli, type ServerProcess, startServer } from '../helpers/server-process.ts';
+import { inPool } from '../helpers/cluster.ts';
+import {
+  type CliResult,
+  killChildren,
+  runCli,
+  SPAWN_TEST_TIMEOUT_MS,
+  SPAWN_TIMEOUT_MS,
+  type ServerProcess,
+  startServer,
+} from '../helpers/server-process.ts';
 
 const KEY_FORMAT = /^pyk_[0-9A-Za-z]{44,}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'postyard-cli-'));
+// Every test here spawns `postyard` processes: minutes, not vitest's 30 s (see SPAWN_TIMEOUT_MS).
+const slow = { timeout: SPAWN_TEST_TIMEOUT_MS };
 const env = { POSTYARD_DATA_DIR: dataDir };
 
 afterAll(() => {
@@ -37,11 +48,12 @@ function parseJsonLine(stdout: string): Record<string, unknown> {
   return JSON.parse(lines[0] as string) as Record<string, unknown>;
 }
 
-describe('--help', () => {
+describe('--help', slow, () => {
   const commands = [[], ['start'], ['migrate'], ['tenants'], ['tenants', 'create'], ['keys'], ['keys', 'create']];
 
   it('exits 0 with usage on every command', async () => {
-    const results = await Promise.all(commands.map((cmd) => runCli([...cmd, '--help'], { env })));
+    // Two at a time: all seven at once took more than 30 s on a loaded 2-core machine (issue 13).
+    const results = await inPool(commands, 2, (cmd) => runCli([...cmd, '--help'], { env }));
     results.forEach((r, i) => {
       const what = `postyard ${commands[i]?.join(' ')} --help`;
       expect(r.code, `${what}: ${r.stderr}`).toBe(0);
@@ -58,7 +70,7 @@ describe('--help', () => {
   });
 });
 
-describe('wrong arguments: exit 2 with one line on stderr', () => {
+describe('wrong arguments: exit 2 with one line on stderr', slow, () => {
   const cases: [string, string[], RegExp][] = [
     ['unknown command', ['frobnicate'], /frobnicate/],
     ['unknown subcommand', ['tenants', 'frobnicate'], /frobnicate/],
@@ -82,7 +94,7 @@ describe('wrong arguments: exit 2 with one line on stderr', () => {
   });
 });
 
-describe('bad configuration: exit 1 with one line naming the variable', () => {
+describe('bad configuration: exit 1 with one line naming the variable', slow, () => {
   const cases: [string, string[], Record<string, string>][] = [
     ['POSTYARD_HTTP_PORT', ['start', '--roles', 'api'], { POSTYARD_HTTP_PORT: 'abc' }],
     ['POSTYARD_HTTP_PORT', ['tenants', 'create', '--name', 'Acme'], { POSTYARD_HTTP_PORT: 'abc' }],
@@ -98,14 +110,14 @@ describe('bad configuration: exit 1 with one line naming the variable', () => {
   });
 });
 
-describe('tenants, keys and the server (SQLite)', () => {
+describe('tenants, keys and the server (SQLite)', slow, () => {
   let tenant: { tenant_id: string; api_key: string };
   let eventsKey: { id: string; key: string; scopes: string[] };
 
   beforeAll(async () => {
     const m = await runCli(['migrate'], { env });
     expect(m.code, m.stderr).toBe(0);
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('migrate is idempotent', async () => {
     const r = await runCli(['migrate'], { env });
@@ -158,7 +170,7 @@ describe('tenants, keys and the server (SQLite)', () => {
     let server: ServerProcess;
     beforeAll(async () => {
       server = await startServer(['--roles', 'api'], { env });
-    });
+    }, SPAWN_TIMEOUT_MS + 10_000);
     afterAll(async () => {
       await server?.stop('SIGKILL');
     });
@@ -252,7 +264,7 @@ describe('tenants, keys and the server (SQLite)', () => {
   });
 });
 
-describe.runIf(TEST_DATABASE_URL)('against PostgreSQL (DATABASE_URL)', () => {
+describe.runIf(TEST_DATABASE_URL)('against PostgreSQL (DATABASE_URL)', slow, () => {
   const schema = `cli_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   let pgEnv: Record<string, string>;
   let pgDataDir: string;

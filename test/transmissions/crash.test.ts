@@ -8,6 +8,7 @@ import {
   type TestContext,
   type TestTenant,
 } from '../helpers/context.ts';
+import { SPAWN_TEST_TIMEOUT_MS, SPAWN_TIMEOUT_MS } from '../helpers/server-process.ts';
 
 /**
  * kill -9 of the API process in the middle of a stream of accepts: every transmission whose
@@ -36,7 +37,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function waitReady(url: string, ms = 60_000) {
+async function waitReady(url: string, ms = SPAWN_TIMEOUT_MS) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     try {
@@ -47,7 +48,8 @@ async function waitReady(url: string, ms = 60_000) {
   throw new Error('server did not start');
 }
 
-describe('crash safety of accepting', () => {
+// Spawns the server: minutes under load (SPAWN_TIMEOUT_MS).
+describe('crash safety of accepting', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
   it('loses no acknowledged transmission when the process is killed with SIGKILL', async () => {
     const port = await freePort();
     const env: Record<string, string> = {
@@ -120,5 +122,5 @@ describe('crash safety of accepting', () => {
       )
       .execute();
     expect(orphans).toEqual([]);
-  }, 60_000);
+  });
 });

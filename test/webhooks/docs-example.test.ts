@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { SPAWN_TEST_TIMEOUT_MS, SPAWN_TIMEOUT_MS } from '../helpers/server-process.ts';
 import { createWebhook, sleep } from './helpers.ts';
 
 let ctx: TestContext;
@@ -27,7 +28,9 @@ async function startExample(port: number, secret: string) {
   child.stdout?.on('data', (d: Buffer) => {
     output += d.toString();
   });
-  for (let i = 0; i < 100; i++) {
+  // A node process may take seconds to start on a loaded machine (SPAWN_TIMEOUT_MS).
+  const deadline = Date.now() + SPAWN_TIMEOUT_MS;
+  while (Date.now() < deadline) {
     const up = await fetch(`http://127.0.0.1:${port}/`).then(
       () => true,
       () => false,
@@ -47,7 +50,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-describe('docs/examples/webhook-receiver.mjs', () => {
+describe('docs/examples/webhook-receiver.mjs', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
   it('accepts signed deliveries (also across a rotation) and refuses forged ones', async () => {
     const port = await freePort();
     const hook = await createWebhook(ctx, t.apiKey, { url: `http://127.0.0.1:${port}/postyard` });
