@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { relayFromUrl } from './modules/delivery/relay-url.ts';
+import { relayFromUrl } from './modules/delivery/smtp/relay-url.ts';
 import { NODE_ID_FORMAT } from './lib/node-identity.ts';
 import { ensurePrivateDir, tightenFiles, writePrivateFile } from './lib/private-files.ts';
 

@@ -13,7 +13,7 @@
 import libmime from 'libmime';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDkimKeyPair } from '../../src/modules/delivery/dkim.ts';
+import { generateDkimKeyPair } from '../../src/modules/delivery/render/dkim.ts';
 import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call } from '../helpers/context.ts';

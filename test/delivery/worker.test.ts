@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import { dkimVerify } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dkimDnsRecordValue, generateDkimKeyPair } from '../../src/modules/delivery/dkim.ts';
+import { dkimDnsRecordValue, generateDkimKeyPair } from '../../src/modules/delivery/render/dkim.ts';
 import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';

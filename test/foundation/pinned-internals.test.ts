@@ -1,7 +1,7 @@
 /**
  * Postyard uses private modules of two libraries (not part of their public API, so any release
  * may change them): nodemailer's addressparser and MailComposer (src/lib/email.ts,
- * src/smtp/submission.ts, src/modules/delivery/mime.ts) and smtp-server's SMTPConnection, which
+ * src/smtp/submission.ts, src/modules/delivery/render/mime.ts) and smtp-server's SMTPConnection, which
  * src/smtp/connection.ts subclasses and whose private fields it reads. Both are pinned exactly in
  * package.json; this file fails loudly, naming what moved, when an upgrade changes what we rely on.
  */

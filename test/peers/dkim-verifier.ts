@@ -4,7 +4,7 @@
  */
 import { promises as dns } from 'node:dns';
 import { dkimVerify } from 'mailauth';
-import { dkimDnsRecordValue } from '../../src/modules/delivery/dkim.ts';
+import { dkimDnsRecordValue } from '../../src/modules/delivery/render/dkim.ts';
 import { startDnsServer } from './dns-server.ts';
 
 export interface DkimVerifier {

@@ -12,7 +12,7 @@ import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MessagesTable } from '../../src/db/schema.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { renderMessage } from '../../src/modules/delivery/renderer.ts';
+import { renderMessage } from '../../src/modules/delivery/render/renderer.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 const INJECT = '\r\nBcc: victim@evil.test\r\nX-Injected: yes';

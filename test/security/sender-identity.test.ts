@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkMailbox, formatMailbox } from '../../src/lib/email.ts';
-import { renderMessage } from '../../src/modules/delivery/renderer.ts';
+import { renderMessage } from '../../src/modules/delivery/render/renderer.ts';
 import { addDomain, BOUNCE_HOST, publish, verifyDomain } from '../domains/helpers.ts';
 import { call, createTenant, type TestTenant } from '../helpers/context.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';

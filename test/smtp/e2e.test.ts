@@ -7,7 +7,7 @@ import dns from 'node:dns';
 import { dkimVerify } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { dkimDnsRecordValue, generateDkimKeyPair } from '../../src/modules/delivery/dkim.ts';
+import { dkimDnsRecordValue, generateDkimKeyPair } from '../../src/modules/delivery/render/dkim.ts';
 import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';

@@ -8,7 +8,7 @@
 import { nextAttemptAt } from './bounce-rules.ts';
 import { classifyFailure } from './destination.ts';
 import type { AttemptRecord, MessageContext, Outcome } from './outcomes.ts';
-import type { AttemptResult } from './smtp-client.ts';
+import type { AttemptResult } from './smtp/smtp-client.ts';
 
 /** The message and what deferring it needs: when its transmission was accepted. */
 export interface OutcomeContext extends MessageContext {

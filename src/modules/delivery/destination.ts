@@ -1,8 +1,8 @@
 import type { SecureContext } from 'node:tls';
 import { isForbiddenAddress } from '../../lib/address-guard.ts';
 import { classifyBounce } from './bounce-rules.ts';
-import type { MtaStsResolver, PolicyLookup } from './mta-sts.ts';
-import { type MtaStsMode, mxMatches } from './mta-sts-policy.ts';
+import type { MtaStsResolver, PolicyLookup } from './smtp/mta-sts.ts';
+import { type MtaStsMode, mxMatches } from './smtp/mta-sts-policy.ts';
 import type { MxResolver } from './mx-resolver.ts';
 import type { AttemptRecord } from './outcomes.ts';
 import { siteFor, type SiteLimits } from './shaping.ts';
@@ -12,7 +12,7 @@ import {
   type RelayConfig,
   type SessionOptions,
   type SmtpSession,
-} from './smtp-client.ts';
+} from './smtp/smtp-client.ts';
 
 /** Where messages for one recipient domain go: the MX hosts in order, or the relay. */
 export interface Route {

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import type { Container } from '../../container.ts';
-import { MtaStsResolver } from './mta-sts.ts';
+import { MtaStsResolver } from './smtp/mta-sts.ts';
 import { MxResolver } from './mx-resolver.ts';
-import { createRenderer } from './render-pool.ts';
-import type { SigningKeyLookup } from './renderer.ts';
-import { relayFromUrl } from './smtp-client.ts';
+import { createRenderer } from './render/render-pool.ts';
+import type { SigningKeyLookup } from './render/renderer.ts';
+import { relayFromUrl } from './smtp/smtp-client.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 
 /**

@@ -10,9 +10,9 @@ import { attemptRecord, connectRoute, type Route, type RoutingOptions, routeFor,
 import type { Outcome } from './outcomes.ts';
 import { claimDueMessages, loadTransmission } from './queue.repo.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
-import { inlineRenderer, type Renderer } from './render-pool.ts';
-import type { RenderedMessage, SigningKeyLookup, TransmissionForDelivery } from './renderer.ts';
-import type { SmtpTimeouts } from './smtp-client.ts';
+import { inlineRenderer, type Renderer } from './render/render-pool.ts';
+import type { RenderedMessage, SigningKeyLookup, TransmissionForDelivery } from './render/renderer.ts';
+import type { SmtpTimeouts } from './smtp/smtp-client.ts';
 
 export interface DeliveryWorkerOptions {
   workerId: string;
@@ -343,7 +343,7 @@ export class DeliveryWorker {
     q: DomainQueue,
     job: Job,
     rendered: RenderedMessage,
-    session: import('./smtp-client.ts').SmtpSession,
+    session: import('./smtp/smtp-client.ts').SmtpSession,
     host: string,
     address: string | null,
     route: Route,

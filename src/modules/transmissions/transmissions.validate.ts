@@ -9,7 +9,7 @@ import {
 } from '../../lib/email.ts';
 import { validationError } from '../../lib/errors.ts';
 import { Pacer } from '../../lib/pacer.ts';
-import { HEADER_NAME, RESERVED_HEADERS } from '../delivery/mime.ts';
+import { HEADER_NAME, RESERVED_HEADERS } from '../delivery/render/mime.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
 
 export type TransmissionRequest = Static<typeof TransmissionBody>;

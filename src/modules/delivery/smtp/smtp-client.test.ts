@@ -7,8 +7,8 @@ import {
   type SinkMx,
   type SinkMxOptions,
   startSinkMx,
-} from '../../../test/peers/sink-mx.ts';
-import { buildMessage } from './mime.ts';
+} from '../../../../test/peers/sink-mx.ts';
+import { buildMessage } from '../render/mime.ts';
 import { type AttemptResult, openSession, relayFromUrl, type SessionOptions, type SmtpSession } from './smtp-client.ts';
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -14,8 +14,8 @@
  *   HTML-escaped when asked. No logic, no raw output, no prototype walking.
  */
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { parseMailbox } from '../../lib/email.ts';
-import { textToCrlf, toCrlf } from '../../lib/line-ends.ts';
+import { parseMailbox } from '../../../lib/email.ts';
+import { textToCrlf, toCrlf } from '../../../lib/line-ends.ts';
 
 export interface MessageAttachment {
   filename: string;

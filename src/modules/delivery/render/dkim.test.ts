@@ -1,7 +1,7 @@
 import { promises as dns } from 'node:dns';
 import { dkimVerify } from 'mailauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DnsServer, startDnsServer } from '../../../test/peers/dns-server.ts';
+import { type DnsServer, startDnsServer } from '../../../../test/peers/dns-server.ts';
 import { dkimDnsRecordValue, dkimSign, generateDkimKeyPair, relaxedBody } from './dkim.ts';
 import { buildMessage } from './mime.ts';
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type DkimVerifier, startDkimVerifier } from '../../../test/peers/dkim-verifier.ts';
-import type { MessagesTable } from '../../db/schema.ts';
-import type { StoredContent } from '../transmissions/transmissions.validate.ts';
+import { type DkimVerifier, startDkimVerifier } from '../../../../test/peers/dkim-verifier.ts';
+import type { MessagesTable } from '../../../db/schema.ts';
+import type { StoredContent } from '../../transmissions/transmissions.validate.ts';
 import { generateDkimKeyPair } from './dkim.ts';
 import { buildMessage } from './mime.ts';
-import { clearTemplates, fromTemplate, type SharedInput, sharedContent } from './mime-template.ts';
+import { clearTemplates, fromTemplate, type SharedInput, sharedContent } from './shared-body.ts';
 import { renderMessage } from './renderer.ts';
 
 /** MailComposer picks a random MIME boundary per composition; equal messages differ only there. */

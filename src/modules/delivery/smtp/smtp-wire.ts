@@ -8,7 +8,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { StringDecoder } from 'node:string_decoder';
-import { hasBareLineEnd } from '../../lib/line-ends.ts';
+import { hasBareLineEnd } from '../../../lib/line-ends.ts';
 
 export interface Reply {
   code: number;

@@ -1,9 +1,9 @@
-import type { MessagesTable } from '../../db/schema.ts';
-import { parseMailbox } from '../../lib/email.ts';
-import { toCrlf } from '../../lib/line-ends.ts';
-import type { StoredContent } from '../transmissions/transmissions.validate.ts';
+import type { MessagesTable } from '../../../db/schema.ts';
+import { parseMailbox } from '../../../lib/email.ts';
+import { toCrlf } from '../../../lib/line-ends.ts';
+import type { StoredContent } from '../../transmissions/transmissions.validate.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
-import { fromTemplate, type SharedInput, sharedContent } from './mime-template.ts';
+import { fromTemplate, type SharedInput, sharedContent } from './shared-body.ts';
 import { buildMessage, substitute } from './mime.ts';
 
 /** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */

@@ -22,7 +22,7 @@ import { type LookupAddress, promises as dnsPromises } from 'node:dns';
 import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
-import { createGuardedLookup, ForbiddenTargetError, isForbiddenAddress } from '../../lib/address-guard.ts';
+import { createGuardedLookup, ForbiddenTargetError, isForbiddenAddress } from '../../../lib/address-guard.ts';
 import { type MtaStsPolicy, parsePolicy, parseStsTxt } from './mta-sts-policy.ts';
 
 export interface MtaStsOptions {
