@@ -1,6 +1,7 @@
 import './types.ts';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -15,6 +16,7 @@ import { registerSuppressionRoutes } from '../modules/suppressions/suppressions.
 import { registerTransmissionRoutes } from '../modules/transmissions/transmissions.routes.ts';
 import { registerSmtpCredentialRoutes } from '../modules/smtp-credentials/smtp-credentials.routes.ts';
 import { installErrorHandler, sendError } from './error-handler.ts';
+import type { RouteModule } from './route-module.ts';
 import { installInputGuard } from './input-guard.ts';
 import { httpServerOptions } from './server-options.ts';
 import { installAuth } from './plugins/auth.ts';
@@ -27,7 +29,7 @@ import { registerTenantLimitCache } from './tenant-limits.ts';
 export type App = FastifyInstance;
 
 /** Feature routes register here; later modules append to this list. */
-export type RouteModule = (app: FastifyInstance, c: Container) => void | Promise<void>;
+export type { RouteModule } from './route-module.ts';
 const ROUTE_MODULES: RouteModule[] = [
   registerApiKeyRoutes,
   registerSmtpCredentialRoutes,
@@ -168,7 +170,9 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
   });
   app.get('/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 
-  for (const mod of [...ROUTE_MODULES, ...extraModules]) await mod(app, c);
+  // Route modules get the TypeBox-typed view of the same instance (types only; Ajv as above).
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  for (const mod of [...ROUTE_MODULES, ...extraModules]) await mod(typed, c);
 
   app.setNotFoundHandler(async (req, reply) => {
     const path = req.url.split('?')[0] ?? '/';

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { MAX_PAGE_LIMIT } from '../lib/pagination.ts';
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../lib/pagination.ts';
 
 /** Shared route schema pieces; they also drive the generated OpenAPI document. */
 export const ErrorBody = Type.Object(
@@ -16,9 +16,17 @@ export const ErrorBody = Type.Object(
 );
 
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: 50 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT })),
   cursor: Type.Optional(Type.String({ maxLength: 2000 })),
 };
+
+/**
+ * A list query with its page size: Ajv has already filled in the default limit (useDefaults), but
+ * the schema's static type still says optional, hence the fallback.
+ */
+export function pageQuery<Q extends { limit?: number }>(q: Q): Q & { limit: number } {
+  return { ...q, limit: q.limit ?? DEFAULT_PAGE_LIMIT };
+}
 
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 

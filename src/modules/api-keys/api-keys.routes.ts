@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
 import type { Container } from '../../container.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf } from '../../http/schemas.ts';
+import { noContent, type TypedApp } from '../../http/route-module.ts';
+import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import { SCOPES } from './scopes.ts';
 
 const SCOPE = ['manage:api-keys'] as const;
@@ -22,7 +22,7 @@ const CreatedApiKey = Type.Object({
   key: Type.Union([Type.String(), Type.Null()], { description: 'The raw key: shown once, null in replays.' }),
 });
 
-export function registerApiKeyRoutes(app: FastifyInstance, c: Container) {
+export function registerApiKeyRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/api-keys',
     {
@@ -49,7 +49,7 @@ export function registerApiKeyRoutes(app: FastifyInstance, c: Container) {
         reply,
         async (trx) => ({
           status: 201,
-          body: await c.apiKeys.create(auth.tenantId, req.body as never, auth.scopes, trx),
+          body: await c.apiKeys.create(auth.tenantId, req.body, auth.scopes, trx),
         }),
         { secretFields: ['key'] },
       );
@@ -68,7 +68,7 @@ export function registerApiKeyRoutes(app: FastifyInstance, c: Container) {
       },
     },
     async (req) => {
-      const q = req.query as { limit: number; cursor?: string };
+      const q = pageQuery(req.query);
       return c.apiKeys.list(authOf(req).tenantId, q.limit, q.cursor);
     },
   );
@@ -85,8 +85,8 @@ export function registerApiKeyRoutes(app: FastifyInstance, c: Container) {
       },
     },
     async (req, reply) => {
-      await c.apiKeys.delete(authOf(req).tenantId, (req.params as { id: string }).id);
-      return reply.code(204).send();
+      await c.apiKeys.delete(authOf(req).tenantId, req.params.id);
+      return noContent(reply);
     },
   );
 }

@@ -1,23 +1,13 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
-import { IdParams, PageQuery } from '../../http/schemas.ts';
+import { noContent, type TypedApp } from '../../http/route-module.ts';
+import { IdParams, PageQuery, pageQuery } from '../../http/schemas.ts';
 import { AppError } from '../../lib/errors.ts';
 import { SCOPES } from '../api-keys/scopes.ts';
-import type { EventsQueryInput } from '../events/events.service.ts';
-import {
-  MAX_DESCRIPTION_CHARS,
-  REASON_CATEGORIES,
-  SUPPRESSION_TYPES,
-  type SuppressionItemInput,
-} from '../suppressions/suppressions.service.ts';
+import { MAX_DESCRIPTION_CHARS, REASON_CATEGORIES, SUPPRESSION_TYPES } from '../suppressions/suppressions.service.ts';
 import { importCsv } from '../suppressions/suppressions.routes.ts';
-import {
-  CreateWebhookBody,
-  type CreateWebhookInput,
-  UpdateWebhookBody,
-  type UpdateWebhookInput,
-} from '../webhooks/webhooks.schema.ts';
+import { CreateWebhookBody, UpdateWebhookBody } from '../webhooks/webhooks.schema.ts';
 import { sessionOf } from './session.plugin.ts';
 import { overviewStats, RANGES, type RangeName } from './stats.ts';
 
@@ -29,14 +19,9 @@ import { overviewStats, RANGES, type RangeName } from './stats.ts';
 const SESSION = { public: true, dashboard: 'session' } as const;
 const P = '/dashboard/api';
 
-type Page = { limit: number; cursor?: string };
-const id = (req: FastifyRequest) => (req.params as { id: string }).id;
 const tenant = (req: FastifyRequest) => sessionOf(req).tenantId;
-const pageQuery = Type.Object(PageQuery);
-
-function schema(extra: Record<string, unknown> = {}) {
-  return { hide: true, ...extra };
-}
+const ListQuery = Type.Object(PageQuery);
+const DEFAULT_RANGE: RangeName = '7d';
 
 const EventsQuery = Type.Object(
   {
@@ -62,7 +47,7 @@ const SuppressionBody = Type.Object(
   { additionalProperties: false },
 );
 
-export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
+export function registerDashboardApiRoutes(app: TypedApp, c: Container) {
   const config = SESSION;
 
   // ---- overview and activity ----------------------------------------------------------------
@@ -70,33 +55,39 @@ export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
     `${P}/stats`,
     {
       config,
-      schema: schema({
-        querystring: Type.Object({ range: Type.Optional(Type.String({ enum: Object.keys(RANGES), default: '7d' })) }),
-      }),
+      schema: {
+        hide: true,
+        querystring: Type.Object({
+          range: Type.Optional(
+            Type.Unsafe<RangeName>(Type.String({ enum: Object.keys(RANGES), default: DEFAULT_RANGE })),
+          ),
+        }),
+      },
     },
-    async (req) => overviewStats(c.database.db, tenant(req), (req.query as { range: RangeName }).range),
+    async (req) => overviewStats(c.database.db, tenant(req), req.query.range ?? DEFAULT_RANGE),
   );
-  app.get(`${P}/events`, { config, schema: schema({ querystring: EventsQuery }) }, async (req) =>
-    c.events.list(tenant(req), req.query as EventsQueryInput),
+  app.get(`${P}/events`, { config, schema: { hide: true, querystring: EventsQuery } }, async (req) =>
+    c.events.list(tenant(req), pageQuery(req.query)),
   );
-  app.get(`${P}/messages/:id`, { config, schema: schema({ params: IdParams }) }, async (req) =>
-    c.transmissions.getMessage(tenant(req), id(req)),
+  app.get(`${P}/messages/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
+    c.transmissions.getMessage(tenant(req), req.params.id),
   );
-  app.get(`${P}/transmissions/:id`, { config, schema: schema({ params: IdParams }) }, async (req) =>
-    c.transmissions.get(tenant(req), id(req)),
+  app.get(`${P}/transmissions/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
+    c.transmissions.get(tenant(req), req.params.id),
   );
 
   // ---- API keys -------------------------------------------------------------------------------
-  app.get(`${P}/scopes`, { config, schema: schema() }, async () => ({ scopes: [...SCOPES] }));
-  app.get(`${P}/api-keys`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
-    const q = req.query as Page;
+  app.get(`${P}/scopes`, { config, schema: { hide: true } }, async () => ({ scopes: [...SCOPES] }));
+  app.get(`${P}/api-keys`, { config, schema: { hide: true, querystring: ListQuery } }, async (req) => {
+    const q = pageQuery(req.query);
     return c.apiKeys.list(tenant(req), q.limit, q.cursor);
   });
   app.post(
     `${P}/api-keys`,
     {
       config,
-      schema: schema({
+      schema: {
+        hide: true,
         body: Type.Object(
           {
             name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -104,64 +95,65 @@ export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
           },
           { additionalProperties: false },
         ),
-      }),
+      },
     },
-    async (req, reply) => reply.code(201).send(await c.apiKeys.create(tenant(req), req.body as never, 'all')),
+    async (req, reply) => reply.code(201).send(await c.apiKeys.create(tenant(req), req.body, 'all')),
   );
-  app.delete(`${P}/api-keys/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
-    await c.apiKeys.delete(tenant(req), id(req));
-    return reply.code(204).send();
+  app.delete(`${P}/api-keys/:id`, { config, schema: { hide: true, params: IdParams } }, async (req, reply) => {
+    await c.apiKeys.delete(tenant(req), req.params.id);
+    return noContent(reply);
   });
 
   // ---- SMTP credentials -----------------------------------------------------------------------
-  app.get(`${P}/smtp-credentials`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
-    const q = req.query as Page;
+  app.get(`${P}/smtp-credentials`, { config, schema: { hide: true, querystring: ListQuery } }, async (req) => {
+    const q = pageQuery(req.query);
     return c.smtpCredentials.list(tenant(req), q.limit, q.cursor);
   });
   app.post(
     `${P}/smtp-credentials`,
     {
       config,
-      schema: schema({
+      schema: {
+        hide: true,
         body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
-      }),
+      },
     },
-    async (req, reply) => reply.code(201).send(await c.smtpCredentials.create(tenant(req), req.body as never)),
+    async (req, reply) => reply.code(201).send(await c.smtpCredentials.create(tenant(req), req.body)),
   );
-  app.delete(`${P}/smtp-credentials/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
-    await c.smtpCredentials.delete(tenant(req), id(req));
-    return reply.code(204).send();
+  app.delete(`${P}/smtp-credentials/:id`, { config, schema: { hide: true, params: IdParams } }, async (req, reply) => {
+    await c.smtpCredentials.delete(tenant(req), req.params.id);
+    return noContent(reply);
   });
 
   // ---- webhooks -------------------------------------------------------------------------------
-  app.get(`${P}/webhooks`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
-    const q = req.query as Page;
+  app.get(`${P}/webhooks`, { config, schema: { hide: true, querystring: ListQuery } }, async (req) => {
+    const q = pageQuery(req.query);
     return c.webhooks.list(tenant(req), q.limit, q.cursor);
   });
-  app.post(`${P}/webhooks`, { config, schema: schema({ body: CreateWebhookBody }) }, async (req, reply) =>
-    reply.code(201).send(await c.webhooks.create(tenant(req), req.body as CreateWebhookInput)),
+  app.post(`${P}/webhooks`, { config, schema: { hide: true, body: CreateWebhookBody } }, async (req, reply) =>
+    reply.code(201).send(await c.webhooks.create(tenant(req), req.body)),
   );
   app.patch(
     `${P}/webhooks/:id`,
-    { config, schema: schema({ params: IdParams, body: UpdateWebhookBody }) },
-    async (req) => c.webhooks.update(tenant(req), id(req), req.body as UpdateWebhookInput),
+    { config, schema: { hide: true, params: IdParams, body: UpdateWebhookBody } },
+    async (req) => c.webhooks.update(tenant(req), req.params.id, req.body),
   );
-  app.delete(`${P}/webhooks/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
-    await c.webhooks.delete(tenant(req), id(req));
-    return reply.code(204).send();
+  app.delete(`${P}/webhooks/:id`, { config, schema: { hide: true, params: IdParams } }, async (req, reply) => {
+    await c.webhooks.delete(tenant(req), req.params.id);
+    return noContent(reply);
   });
-  app.post(`${P}/webhooks/:id/rotate-secret`, { config, schema: schema({ params: IdParams }) }, async (req) =>
-    c.webhooks.rotateSecret(tenant(req), id(req)),
+  app.post(`${P}/webhooks/:id/rotate-secret`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
+    c.webhooks.rotateSecret(tenant(req), req.params.id),
   );
-  app.post(`${P}/webhooks/:id/test`, { config, schema: schema({ params: IdParams }) }, async (req) =>
-    c.webhooks.test(tenant(req), id(req)),
+  app.post(`${P}/webhooks/:id/test`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
+    c.webhooks.test(tenant(req), req.params.id),
   );
   app.get(
     `${P}/webhooks/:id/deliveries`,
-    { config, schema: schema({ params: IdParams, querystring: pageQuery }) },
+    { config, schema: { hide: true, params: IdParams, querystring: ListQuery } },
     async (req) => {
-      const q = req.query as Page;
-      return c.webhooks.deliveries(tenant(req), id(req), q.limit, q.cursor);
+      const q = pageQuery(req.query);
+      return c.webhooks.deliveries(tenant(req), req.params.id, q.limit, q.cursor);
     },
   );
 
@@ -170,23 +162,24 @@ export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
     `${P}/suppressions`,
     {
       config,
-      schema: schema({
+      schema: {
+        hide: true,
         querystring: Type.Object({
           ...PageQuery,
           type: Type.Optional(Type.String({ enum: [...SUPPRESSION_TYPES] })),
           reason_category: Type.Optional(Type.String({ enum: [...REASON_CATEGORIES] })),
           identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
         }),
-      }),
+      },
     },
-    async (req) => c.suppressions.list(tenant(req), req.query as Page),
+    async (req) => c.suppressions.list(tenant(req), pageQuery(req.query)),
   );
-  app.post(`${P}/suppressions`, { config, schema: schema({ body: SuppressionBody }) }, async (req) =>
-    c.suppressions.upsert(tenant(req), [req.body as SuppressionItemInput], { source: 'dashboard' }),
+  app.post(`${P}/suppressions`, { config, schema: { hide: true, body: SuppressionBody } }, async (req) =>
+    c.suppressions.upsert(tenant(req), [req.body], { source: 'dashboard' }),
   );
   app.post(
     `${P}/suppressions/import`,
-    { config: { ...config, multipart: true }, schema: schema() },
+    { config: { ...config, multipart: true }, schema: { hide: true } },
     async (req, reply) => {
       if (!req.isMultipart())
         throw new AppError('unsupported_media_type', 'Expected multipart/form-data with a CSV file');
@@ -195,34 +188,35 @@ export function registerDashboardApiRoutes(app: FastifyInstance, c: Container) {
       return importCsv(c, req, reply, tenant(req));
     },
   );
-  app.delete(`${P}/suppressions/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
-    await c.suppressions.delete(tenant(req), id(req));
-    return reply.code(204).send();
+  app.delete(`${P}/suppressions/:id`, { config, schema: { hide: true, params: IdParams } }, async (req, reply) => {
+    await c.suppressions.delete(tenant(req), req.params.id);
+    return noContent(reply);
   });
 
   // ---- sending domains ------------------------------------------------------------------------
-  app.get(`${P}/domains`, { config, schema: schema({ querystring: pageQuery }) }, async (req) => {
-    const q = req.query as Page;
+  app.get(`${P}/domains`, { config, schema: { hide: true, querystring: ListQuery } }, async (req) => {
+    const q = pageQuery(req.query);
     return c.domains.list(tenant(req), q.limit, q.cursor);
   });
   app.post(
     `${P}/domains`,
     {
       config,
-      schema: schema({
+      schema: {
+        hide: true,
         body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
-      }),
+      },
     },
     async (req, reply) => {
-      const prepared = await c.domains.prepare(tenant(req), req.body as { domain: string });
+      const prepared = await c.domains.prepare(tenant(req), req.body);
       return reply.code(201).send(await c.domains.create(tenant(req), prepared));
     },
   );
-  app.post(`${P}/domains/:id/verify`, { config, schema: schema({ params: IdParams }) }, async (req) =>
-    c.domains.verify(tenant(req), id(req)),
+  app.post(`${P}/domains/:id/verify`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
+    c.domains.verify(tenant(req), req.params.id),
   );
-  app.delete(`${P}/domains/:id`, { config, schema: schema({ params: IdParams }) }, async (req, reply) => {
-    await c.domains.delete(tenant(req), id(req));
-    return reply.code(204).send();
+  app.delete(`${P}/domains/:id`, { config, schema: { hide: true, params: IdParams } }, async (req, reply) => {
+    await c.domains.delete(tenant(req), req.params.id);
+    return noContent(reply);
   });
 }

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
+import type { TypedApp } from '../../http/route-module.ts';
 import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type StartedSession } from './accounts.service.ts';
 import {
   clearSessionCookie,
@@ -54,7 +55,7 @@ async function signedIn(c: Container, req: FastifyRequest, reply: FastifyReply, 
 }
 
 /** Sign-in, sign-out, the current session and the password of the signed-in user. */
-export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) {
+export function registerDashboardAuthRoutes(app: TypedApp, c: Container) {
   const hide = { hide: true } as const;
 
   app.get('/dashboard/api/session', { config: PUBLIC, schema: hide }, async (req, reply) => {
@@ -63,7 +64,7 @@ export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) 
   });
 
   app.post('/dashboard/api/login', { config: PUBLIC, schema: { ...hide, body: LoginBody } }, async (req, reply) => {
-    const body = req.body as { email: string; password: string };
+    const body = req.body;
     // Checked before the password, so a locked-out guesser learns nothing more; only failures count.
     const email = normalizeLoginEmail(body.email);
     await c.dashboard.assertLoginAllowed(req.ip, email);
@@ -78,7 +79,7 @@ export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) 
 
   app.post('/dashboard/api/login/link', { config: PUBLIC, schema: { ...hide, body: LinkBody } }, async (req, reply) => {
     await c.dashboard.assertLoginAllowed(req.ip, '');
-    const s = await c.dashboard.loginWithLink((req.body as { token: string }).token);
+    const s = await c.dashboard.loginWithLink(req.body.token);
     if (!s) {
       await c.dashboard.recordLoginFailure(req.ip, '');
       return sendDashboardError(
@@ -107,7 +108,7 @@ export function registerDashboardAuthRoutes(app: FastifyInstance, c: Container) 
       // find out the password at full speed. A wrong current password counts as a failure.
       const user = await c.dashboard.getUser(s.tenantId, s.userId);
       await c.dashboard.assertLoginAllowed(req.ip, user.email);
-      await c.dashboard.setPassword(s, req.body as { password: string; current_password?: string }, req.ip);
+      await c.dashboard.setPassword(s, req.body, req.ip);
       return reply.code(204).send();
     },
   );

@@ -1,5 +1,5 @@
-import type { FastifyInstance } from 'fastify';
 import type { Container } from '../../container.ts';
+import type { TypedApp } from '../../http/route-module.ts';
 import { registerDashboardApiRoutes } from './api.routes.ts';
 import { registerDashboardAuthRoutes } from './auth.routes.ts';
 import { registerDashboardPages } from './pages.ts';
@@ -9,7 +9,7 @@ import { installDashboardSession } from './session.plugin.ts';
  * The web dashboard (docs/dashboard.md): its pages and its JSON API under /dashboard/api, in an
  * encapsulated plugin so the session hook never runs for /v1 (which accepts only bearer keys).
  */
-export async function registerDashboard(app: FastifyInstance, c: Container) {
+export async function registerDashboard(app: TypedApp, c: Container) {
   await app.register(async (child) => {
     installDashboardSession(child, c.dashboard);
     registerDashboardAuthRoutes(child, c);

@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
 import type { Container } from '../../container.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf } from '../../http/schemas.ts';
+import { noContent, type TypedApp } from '../../http/route-module.ts';
+import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 
 const SCOPE = ['manage:sending-domains'] as const;
 const TAGS = ['Sending domains'];
@@ -34,7 +34,7 @@ const SendingDomain = Type.Object({
   updated_at: Type.String(),
 });
 
-export function registerDomainRoutes(app: FastifyInstance, c: Container) {
+export function registerDomainRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/sending-domains',
     {
@@ -49,7 +49,7 @@ export function registerDomainRoutes(app: FastifyInstance, c: Container) {
     },
     async (req, reply) => {
       const tenantId = authOf(req).tenantId;
-      const prepared = await c.domains.prepare(tenantId, req.body as { domain: string });
+      const prepared = await c.domains.prepare(tenantId, req.body);
       return replyIdempotent(c, req, reply, async (trx) => ({
         status: 201,
         body: await c.domains.create(tenantId, prepared, trx),
@@ -69,7 +69,7 @@ export function registerDomainRoutes(app: FastifyInstance, c: Container) {
       },
     },
     async (req) => {
-      const q = req.query as { limit: number; cursor?: string };
+      const q = pageQuery(req.query);
       return c.domains.list(authOf(req).tenantId, q.limit, q.cursor);
     },
   );
@@ -85,7 +85,7 @@ export function registerDomainRoutes(app: FastifyInstance, c: Container) {
         response: { 200: SendingDomain, ...errorResponses(404) },
       },
     },
-    async (req) => c.domains.get(authOf(req).tenantId, (req.params as { id: string }).id),
+    async (req) => c.domains.get(authOf(req).tenantId, req.params.id),
   );
 
   app.delete(
@@ -100,8 +100,8 @@ export function registerDomainRoutes(app: FastifyInstance, c: Container) {
       },
     },
     async (req, reply) => {
-      await c.domains.delete(authOf(req).tenantId, (req.params as { id: string }).id);
-      return reply.code(204).send();
+      await c.domains.delete(authOf(req).tenantId, req.params.id);
+      return noContent(reply);
     },
   );
 
@@ -116,6 +116,6 @@ export function registerDomainRoutes(app: FastifyInstance, c: Container) {
         response: { 200: SendingDomain, ...errorResponses(404) },
       },
     },
-    async (req) => c.domains.verify(authOf(req).tenantId, (req.params as { id: string }).id),
+    async (req) => c.domains.verify(authOf(req).tenantId, req.params.id),
   );
 }

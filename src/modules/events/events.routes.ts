@@ -1,10 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
 import type { Container } from '../../container.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { errorResponses, PageQuery, pageOf } from '../../http/schemas.ts';
+import type { TypedApp } from '../../http/route-module.ts';
+import { errorResponses, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import { EVENT_TYPES } from './events.types.ts';
-import type { EventsQueryInput } from './events.service.ts';
 
 const Nullable = (s: ReturnType<typeof Type.String>) => Type.Union([s, Type.Null()]);
 
@@ -40,7 +39,7 @@ const EventsQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export function registerEventRoutes(app: FastifyInstance, c: Container) {
+export function registerEventRoutes(app: TypedApp, c: Container) {
   app.addSchema(EventSchema);
   app.get(
     '/v1/events',
@@ -53,6 +52,6 @@ export function registerEventRoutes(app: FastifyInstance, c: Container) {
         response: { 200: pageOf(Type.Ref('Event')), ...errorResponses() },
       },
     },
-    async (req) => c.events.list(authOf(req).tenantId, req.query as EventsQueryInput),
+    async (req) => c.events.list(authOf(req).tenantId, pageQuery(req.query)),
   );
 }

@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
 import type { Container } from '../../container.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf } from '../../http/schemas.ts';
+import { noContent, type TypedApp } from '../../http/route-module.ts';
+import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 
 const SCOPE = ['manage:smtp-credentials'] as const;
 
@@ -20,7 +20,7 @@ const CreatedSmtpCredential = Type.Object({
   password: Type.Union([Type.String(), Type.Null()], { description: 'Shown once, null in replays.' }),
 });
 
-export function registerSmtpCredentialRoutes(app: FastifyInstance, c: Container) {
+export function registerSmtpCredentialRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/smtp-credentials',
     {
@@ -39,7 +39,7 @@ export function registerSmtpCredentialRoutes(app: FastifyInstance, c: Container)
         c,
         req,
         reply,
-        async (trx) => ({ status: 201, body: await c.smtpCredentials.create(tenantId, req.body as never, trx) }),
+        async (trx) => ({ status: 201, body: await c.smtpCredentials.create(tenantId, req.body, trx) }),
         { secretFields: ['password'] },
       );
     },
@@ -57,7 +57,7 @@ export function registerSmtpCredentialRoutes(app: FastifyInstance, c: Container)
       },
     },
     async (req) => {
-      const q = req.query as { limit: number; cursor?: string };
+      const q = pageQuery(req.query);
       return c.smtpCredentials.list(authOf(req).tenantId, q.limit, q.cursor);
     },
   );
@@ -74,8 +74,8 @@ export function registerSmtpCredentialRoutes(app: FastifyInstance, c: Container)
       },
     },
     async (req, reply) => {
-      await c.smtpCredentials.delete(authOf(req).tenantId, (req.params as { id: string }).id);
-      return reply.code(204).send();
+      await c.smtpCredentials.delete(authOf(req).tenantId, req.params.id);
+      return noContent(reply);
     },
   );
 }

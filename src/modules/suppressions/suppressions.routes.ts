@@ -1,10 +1,11 @@
 import type { MultipartFile } from '@fastify/multipart';
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type Static, Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf } from '../../http/schemas.ts';
+import { noContent, type TypedApp } from '../../http/route-module.ts';
+import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
 import {
   MAX_DESCRIPTION_CHARS,
@@ -14,7 +15,6 @@ import {
   REASON_CATEGORIES,
   SUPPRESSION_SOURCES,
   SUPPRESSION_TYPES,
-  type SuppressionItemInput,
 } from './suppressions.service.ts';
 
 const SCOPE = ['manage:suppressions'] as const;
@@ -51,6 +51,11 @@ const UpsertBody = Type.Object(
   },
   { additionalProperties: false },
 );
+/**
+ * The body is declared per content type (JSON validated, multipart streamed), a form the type
+ * provider cannot read, so the route names its JSON body type itself.
+ */
+type UpsertRequest = { Body: Static<typeof UpsertBody> };
 
 /** Only for the OpenAPI document: the multipart body is read as a stream, never validated as a whole. */
 const ImportForm = Type.Object(
@@ -160,8 +165,8 @@ export async function importCsv(c: Container, req: FastifyRequest, reply: Fastif
   return reply.code(200).send(result);
 }
 
-export function registerSuppressionRoutes(app: FastifyInstance, c: Container) {
-  app.post(
+export function registerSuppressionRoutes(app: TypedApp, c: Container) {
+  app.post<UpsertRequest>(
     '/v1/suppressions',
     {
       config: {
@@ -199,9 +204,8 @@ export function registerSuppressionRoutes(app: FastifyInstance, c: Container) {
     async (req, reply) => {
       const tenantId = authOf(req).tenantId;
       if (req.isMultipart()) return importCsv(c, req, reply, tenantId);
-      const body = req.body as { items: SuppressionItemInput[] };
       // Validated before the transaction opens: a 422 costs no database time.
-      const items = c.suppressions.prepareItems(body.items);
+      const items = c.suppressions.prepareItems(req.body.items);
       return replyIdempotent(c, req, reply, async (trx) => ({
         status: 200,
         body: await c.suppressions.upsertPrepared(tenantId, items, trx),
@@ -232,14 +236,7 @@ export function registerSuppressionRoutes(app: FastifyInstance, c: Container) {
       },
     },
     async (req) => {
-      const q = req.query as {
-        limit: number;
-        cursor?: string;
-        type?: string;
-        reason_category?: string;
-        identifier?: string;
-      };
-      return c.suppressions.list(authOf(req).tenantId, q);
+      return c.suppressions.list(authOf(req).tenantId, pageQuery(req.query));
     },
   );
 
@@ -254,7 +251,7 @@ export function registerSuppressionRoutes(app: FastifyInstance, c: Container) {
         response: { 200: Suppression, ...errorResponses(404) },
       },
     },
-    async (req) => c.suppressions.get(authOf(req).tenantId, (req.params as { id: string }).id),
+    async (req) => c.suppressions.get(authOf(req).tenantId, req.params.id),
   );
 
   app.delete(
@@ -269,8 +266,8 @@ export function registerSuppressionRoutes(app: FastifyInstance, c: Container) {
       },
     },
     async (req, reply) => {
-      await c.suppressions.delete(authOf(req).tenantId, (req.params as { id: string }).id);
-      return reply.code(204).send();
+      await c.suppressions.delete(authOf(req).tenantId, req.params.id);
+      return noContent(reply);
     },
   );
 }

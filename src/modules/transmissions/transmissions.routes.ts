@@ -1,16 +1,16 @@
-import type { FastifyInstance } from 'fastify';
 import type { Container } from '../../container.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
+import type { TypedApp } from '../../http/route-module.ts';
 import { BIG_BODY_BYTES } from '../../http/input-guard.ts';
 import { yieldToLoop } from '../../lib/pacer.ts';
 import { errorResponses, IdempotencyHeader, IdParams } from '../../http/schemas.ts';
 import { AcceptedTransmission, MessageView, TransmissionBody, TransmissionView } from './transmissions.schema.ts';
-import { type TransmissionRequest, validateTransmission } from './transmissions.validate.ts';
+import { validateTransmission } from './transmissions.validate.ts';
 
 const READ_SCOPES = ['send:transmissions', 'read:events'] as const;
 
-export function registerTransmissionRoutes(app: FastifyInstance, c: Container) {
+export function registerTransmissionRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/transmissions',
     {
@@ -29,7 +29,7 @@ export function registerTransmissionRoutes(app: FastifyInstance, c: Container) {
       // Parsing and schema checks of a big body ran just before, in the same stretch: let the
       // event loop breathe before the semantic checks (issue 13: 10,000 recipients).
       if (Number(req.headers['content-length'] ?? 0) > BIG_BODY_BYTES) await yieldToLoop();
-      const input = await validateTransmission(req.body as TransmissionRequest, tenant.default_from);
+      const input = await validateTransmission(req.body, tenant.default_from);
       return replyIdempotent(
         c,
         req,
@@ -51,7 +51,7 @@ export function registerTransmissionRoutes(app: FastifyInstance, c: Container) {
         response: { 200: TransmissionView, ...errorResponses(404) },
       },
     },
-    async (req) => c.transmissions.get(authOf(req).tenantId, (req.params as { id: string }).id),
+    async (req) => c.transmissions.get(authOf(req).tenantId, req.params.id),
   );
 
   app.get(
@@ -65,6 +65,6 @@ export function registerTransmissionRoutes(app: FastifyInstance, c: Container) {
         response: { 200: MessageView, ...errorResponses(404) },
       },
     },
-    async (req) => c.transmissions.getMessage(authOf(req).tenantId, (req.params as { id: string }).id),
+    async (req) => c.transmissions.getMessage(authOf(req).tenantId, req.params.id),
   );
 }

@@ -1,27 +1,23 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf } from '../../http/schemas.ts';
+import { noContent, type TypedApp } from '../../http/route-module.ts';
+import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import type { IdempotentResult } from '../idempotency/idempotency.service.ts';
 import {
   CreatedWebhook,
   CreateWebhookBody,
-  type CreateWebhookInput,
   Delivery,
   RotatedSecret,
   TestResult,
   UpdateWebhookBody,
-  type UpdateWebhookInput,
   Webhook,
 } from './webhooks.schema.ts';
 
 const SCOPE = ['manage:webhooks'] as const;
 const TAGS = ['Webhooks'];
-
-type IdReq = FastifyRequest<{ Params: { id: string } }>;
-const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
 
 /**
  * Like replyIdempotent, for an effect that runs outside any transaction (the test POST makes an
@@ -50,7 +46,7 @@ async function replyIdempotentOutside(
   return reply.code(res.status).send(res.body);
 }
 
-export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
+export function registerWebhookRoutes(app: TypedApp, c: Container) {
   app.addSchema(Webhook);
   app.addSchema(Delivery);
   const WebhookRef = Type.Ref('Webhook');
@@ -70,7 +66,7 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
     async (req, reply) => {
       const auth = authOf(req);
       // Validation, DNS included, happens before the idempotent transaction opens.
-      const prepared = await c.webhooks.prepareCreate(req.body as CreateWebhookInput);
+      const prepared = await c.webhooks.prepareCreate(req.body);
       return replyIdempotent(
         c,
         req,
@@ -93,7 +89,7 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
       },
     },
     async (req) => {
-      const q = req.query as { limit: number; cursor?: string };
+      const q = pageQuery(req.query);
       return c.webhooks.list(authOf(req).tenantId, q.limit, q.cursor);
     },
   );
@@ -109,7 +105,7 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
         response: { 200: WebhookRef, ...errorResponses(404) },
       },
     },
-    async (req: IdReq) => c.webhooks.get(authOf(req).tenantId, idOf(req)),
+    async (req) => c.webhooks.get(authOf(req).tenantId, req.params.id),
   );
 
   app.patch(
@@ -124,7 +120,7 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
         response: { 200: WebhookRef, ...errorResponses(404, 415, 422) },
       },
     },
-    async (req: IdReq) => c.webhooks.update(authOf(req).tenantId, idOf(req), req.body as UpdateWebhookInput),
+    async (req) => c.webhooks.update(authOf(req).tenantId, req.params.id, req.body),
   );
 
   app.delete(
@@ -138,9 +134,9 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
         response: { 204: Type.Null(), ...errorResponses(404) },
       },
     },
-    async (req: IdReq, reply) => {
-      await c.webhooks.delete(authOf(req).tenantId, idOf(req));
-      return reply.code(204).send();
+    async (req, reply) => {
+      await c.webhooks.delete(authOf(req).tenantId, req.params.id);
+      return noContent(reply);
     },
   );
 
@@ -155,7 +151,7 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
         response: { 200: RotatedSecret, ...errorResponses(404) },
       },
     },
-    async (req: IdReq) => c.webhooks.rotateSecret(authOf(req).tenantId, idOf(req)),
+    async (req) => c.webhooks.rotateSecret(authOf(req).tenantId, req.params.id),
   );
 
   app.post(
@@ -170,12 +166,12 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
         response: { 200: TestResult, ...errorResponses(404, 409) },
       },
     },
-    async (req: IdReq, reply) => {
+    async (req, reply) => {
       const tenantId = authOf(req).tenantId;
-      await c.webhooks.get(tenantId, idOf(req)); // 404 before the idempotency key is claimed
+      await c.webhooks.get(tenantId, req.params.id); // 404 before the idempotency key is claimed
       return replyIdempotentOutside(c, req, reply, async () => ({
         status: 200,
-        body: await c.webhooks.test(tenantId, idOf(req)),
+        body: await c.webhooks.test(tenantId, req.params.id),
       }));
     },
   );
@@ -192,9 +188,9 @@ export function registerWebhookRoutes(app: FastifyInstance, c: Container) {
         response: { 200: pageOf(Type.Ref('WebhookDelivery')), ...errorResponses(404) },
       },
     },
-    async (req: IdReq) => {
-      const q = req.query as { limit: number; cursor?: string };
-      return c.webhooks.deliveries(authOf(req).tenantId, idOf(req), q.limit, q.cursor);
+    async (req) => {
+      const q = pageQuery(req.query);
+      return c.webhooks.deliveries(authOf(req).tenantId, req.params.id, q.limit, q.cursor);
     },
   );
 }
