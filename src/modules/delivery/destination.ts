@@ -1,18 +1,11 @@
 import type { SecureContext } from 'node:tls';
 import { isForbiddenAddress } from '../../lib/address-guard.ts';
-import { classifyBounce } from './bounce-rules.ts';
 import type { MtaStsResolver, PolicyLookup } from './smtp/mta-sts.ts';
 import { type MtaStsMode, mxMatches } from './smtp/mta-sts-policy.ts';
 import type { MxResolver } from './mx-resolver.ts';
-import type { AttemptRecord } from './outcomes.ts';
 import { siteFor, type SiteLimits } from './shaping.ts';
-import {
-  type AttemptResult,
-  openSession,
-  type RelayConfig,
-  type SessionOptions,
-  type SmtpSession,
-} from './smtp/smtp-client.ts';
+import type { RelayConfig } from './smtp/relay-url.ts';
+import { type AttemptResult, openSession, type SessionOptions, type SmtpSession } from './smtp/smtp-client.ts';
 
 /** Where messages for one recipient domain go: the MX hosts in order, or the relay. */
 export interface Route {
@@ -189,55 +182,4 @@ export async function connectRoute(
     host: last?.host ?? null,
     address: last?.address ?? null,
   };
-}
-
-export function attemptRecord(
-  startedAt: string,
-  result: AttemptResult,
-  host: string | null,
-  address: string | null,
-  route?: Route,
-): AttemptRecord {
-  const sts = route?.mtaSts ?? null;
-  return {
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    mxHost: host,
-    address,
-    tls: result.tls,
-    tlsVerified: result.tls ? (result.tlsVerified ?? null) : null,
-    mtaSts: sts?.policy?.mode ?? null,
-    smtpCode: result.code ?? null,
-    enhancedCode: result.enhancedCode ?? null,
-    response: result.response,
-    transcript: sts ? [`*: ${sts.note}`, ...policyVerdict(sts, result, host), ...result.transcript] : result.transcript,
-  };
-}
-
-/**
- * What the policy says about this attempt. Under `testing` the message went out anyway (RFC 8461
- * 5): the line records what `enforce` would have refused, for the operator to see.
- */
-function policyVerdict(sts: PolicyLookup, result: AttemptResult, host: string | null): string[] {
-  const p = sts.policy;
-  if (!p || p.mode === 'none' || host === null) return [];
-  const problems = [
-    ...(mxMatches(host, p.mx) ? [] : [`${host} is not in the policy's mx list`]),
-    ...(!result.tls ? ['no TLS'] : result.tlsVerified === false ? ['certificate not verified'] : []),
-  ];
-  if (problems.length === 0) return [`*: MTA-STS ${p.mode}: ${host}, TLS, certificate verified`];
-  return p.mode === 'testing'
-    ? [`*: MTA-STS testing: enforce would refuse this (${problems.join(', ')}); not enforced`]
-    : [`*: MTA-STS enforce: ${problems.join(', ')}; nothing sent`];
-}
-
-/** Classification of a failed attempt: transient (defer) or a typed bounce. */
-export function classifyFailure(result: AttemptResult & { ok: false }) {
-  const bounce = classifyBounce({
-    ...(result.code !== undefined ? { code: result.code } : {}),
-    ...(result.enhancedCode !== undefined ? { enhancedCode: result.enhancedCode } : {}),
-    text: result.response,
-  });
-  // The SMTP client knows connection-level failures are transient whatever the code says.
-  return { transient: !result.permanent || bounce.transient, bounce };
 }

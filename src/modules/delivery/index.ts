@@ -5,7 +5,7 @@ import { MtaStsResolver } from './smtp/mta-sts.ts';
 import { MxResolver } from './mx-resolver.ts';
 import { createRenderer } from './render/render-pool.ts';
 import type { SigningKeyLookup } from './render/renderer.ts';
-import { relayFromUrl } from './smtp/smtp-client.ts';
+import { relayFromUrl } from './smtp/relay-url.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 
 /**

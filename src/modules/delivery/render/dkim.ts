@@ -168,7 +168,7 @@ export function dkimSign(raw: Buffer, options: DkimSignOptions): Buffer {
 /**
  * The DKIM-Signature field (with its CRLF) for a header block and an already computed body hash:
  * messages that share a body (every recipient of a transmission without substitutions) hash it
- * once (mime-template.ts).
+ * once (shared-body.ts).
  */
 export function dkimSignatureHeader(headerBlock: string, bodyHash: string, options: DkimSignOptions): string {
   const fields = parseHeaders(headerBlock);

@@ -3,7 +3,7 @@ import { parseMailbox } from '../../../lib/email.ts';
 import { toCrlf } from '../../../lib/line-ends.ts';
 import type { StoredContent } from '../../transmissions/transmissions.validate.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
-import { fromTemplate, type SharedInput, sharedContent } from './shared-body.ts';
+import { fromSharedBody, type SharedInput, sharedContent } from './shared-body.ts';
 import { buildMessage, substitute } from './mime.ts';
 
 /** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
@@ -83,9 +83,9 @@ export async function renderMessage(
   if (tx.raw) return sign(envelopeFrom, ensureHeaders(toCrlf(asBuffer(tx.raw)), messageId), key);
   const c = tx.content;
   const to = { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) };
-  // Every recipient gets the same body: compose it once per transmission (mime-template.ts).
+  // Every recipient gets the same body: compose it once per transmission (shared-body.ts).
   if (sharedContent(c)) {
-    const parts = await fromTemplate(tx.id, to, messageId, () => composeInput(c, {}));
+    const parts = await fromSharedBody(tx.id, to, messageId, () => composeInput(c, {}));
     if (parts) {
       const signature = key ? dkimSignatureHeader(parts.head, parts.bodyHash, signOptions(key)) : '';
       const head = Buffer.from(`${signature}${parts.head}\r\n\r\n`, 'latin1');

@@ -4,7 +4,7 @@ import type { MessagesTable } from '../../../db/schema.ts';
 import type { StoredContent } from '../../transmissions/transmissions.validate.ts';
 import { generateDkimKeyPair } from './dkim.ts';
 import { buildMessage } from './mime.ts';
-import { clearTemplates, fromTemplate, type SharedInput, sharedContent } from './shared-body.ts';
+import { clearSharedBodies, fromSharedBody, type SharedInput, sharedContent } from './shared-body.ts';
 import { renderMessage } from './renderer.ts';
 
 /** MailComposer picks a random MIME boundary per composition; equal messages differ only there. */
@@ -20,9 +20,9 @@ const shared: SharedInput = {
   attachments: [{ filename: 'a.bin', contentType: 'application/octet-stream', content: Buffer.from([0, 1, 2, 255]) }],
 };
 
-beforeEach(() => clearTemplates());
+beforeEach(() => clearSharedBodies());
 
-describe('MIME templates', () => {
+describe('shared bodies', () => {
   it('gives every eligible recipient exactly the message a full composition gives', async () => {
     const date = new Date('2026-11-05T07:08:09Z');
     const recipients = [
@@ -32,14 +32,14 @@ describe('MIME templates', () => {
     ];
     for (const [i, to] of recipients.entries()) {
       const messageId = `m-${i}@mail.example.com`;
-      const parts = await fromTemplate('tx-1', to, messageId, () => shared, date);
+      const parts = await fromSharedBody('tx-1', to, messageId, () => shared, date);
       expect(parts, JSON.stringify(to)).not.toBeNull();
-      const viaTemplate = Buffer.concat([
+      const viaSharedBody = Buffer.concat([
         Buffer.from(`${parts?.head}\r\n\r\n`, 'latin1'),
         parts?.body ?? Buffer.alloc(0),
       ]);
       const full = await buildMessage({ ...shared, to, messageId, date });
-      expect(sameBoundary(viaTemplate.toString('latin1'))).toBe(sameBoundary(full.toString('latin1')));
+      expect(sameBoundary(viaSharedBody.toString('latin1'))).toBe(sameBoundary(full.toString('latin1')));
     }
   });
 
@@ -51,7 +51,7 @@ describe('MIME templates', () => {
       { email: 'ännchen@example.net' },
       { email: `${'a'.repeat(70)}@example.net` },
     ];
-    for (const to of cases) expect(await fromTemplate('tx-2', to, 'm@mail.example.com', () => shared)).toBeNull();
+    for (const to of cases) expect(await fromSharedBody('tx-2', to, 'm@mail.example.com', () => shared)).toBeNull();
   });
 
   it('applies only to content without substitutions', () => {
@@ -61,7 +61,7 @@ describe('MIME templates', () => {
   });
 });
 
-describe('renderMessage with a template', () => {
+describe('renderMessage with a shared body', () => {
   const keys = generateDkimKeyPair();
   let verifier: DkimVerifier;
   beforeAll(async () => {

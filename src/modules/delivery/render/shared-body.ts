@@ -1,6 +1,7 @@
 /**
- * MIME templates: the message of a transmission is composed once and reused for every recipient
- * whose message differs only in To, Message-ID and Date.
+ * Shared bodies: the message of a transmission is composed once and its body reused for every
+ * recipient whose message differs only in To, Message-ID and Date. (Not stored templates: this is
+ * a render-time cache of one transmission's composed body.)
  *
  * Why: composing (MailComposer: multipart tree, transfer encodings, folding) cost about a third
  * of a render on the bench message, and a transmission to 10,000 recipients composed the same
@@ -17,7 +18,7 @@
 import { dkimBodyHash } from './dkim.ts';
 import { type BuildMessageInput, buildMessage } from './mime.ts';
 
-export interface TemplateParts {
+export interface SharedBodyParts {
   /** The header block of this message (no final CRLF), latin1 text. */
   head: string;
   /** The body bytes shared by every message of the transmission. */
@@ -26,7 +27,7 @@ export interface TemplateParts {
   bodyHash: string;
 }
 
-interface Template {
+interface SharedBody {
   lines: string[];
   toAt: number;
   idAt: number;
@@ -37,12 +38,12 @@ interface Template {
 
 const PLACEHOLDER_TO = 'recipient@placeholder.invalid';
 const PLACEHOLDER_ID = 'message@placeholder.invalid';
-const MAX_TEMPLATES = 64;
+const MAX_SHARED_BODIES = 64;
 const PLAIN_NAME = /^[A-Za-z0-9]+(?: [A-Za-z0-9]+)*$/;
 const ASCII_ADDRESS = /^[\x21-\x7e]+@[\x21-\x7e]+$/;
 
-/** Templates by transmission id; null = this transmission cannot use one. Oldest dropped first. */
-const templates = new Map<string, Promise<Template | null>>();
+/** Shared bodies by transmission id; null = this transmission cannot use one. Oldest dropped first. */
+const sharedBodies = new Map<string, Promise<SharedBody | null>>();
 
 /** True when the content is the same for every recipient (nothing to substitute). */
 export function sharedContent(content: { subject: string | null; text: string | null; html: string | null }): boolean {
@@ -65,7 +66,7 @@ export function mailDate(d: Date): string {
 /** What every message of a transmission shares: buildMessage's input without the recipient's fields. */
 export type SharedInput = Omit<BuildMessageInput, 'to' | 'messageId' | 'date'>;
 
-async function compose(input: SharedInput): Promise<Template | null> {
+async function compose(input: SharedInput): Promise<SharedBody | null> {
   const raw = await buildMessage({
     ...input,
     to: { email: PLACEHOLDER_TO },
@@ -85,23 +86,23 @@ async function compose(input: SharedInput): Promise<Template | null> {
 }
 
 /**
- * The message's header block and the shared body, or null when the template does not apply
- * (the caller then composes the message itself). `shared` is called only to compose a template.
+ * The message's header block and the shared body, or null when a shared body does not apply
+ * (the caller then composes the message itself). `shared` is called only to compose the body.
  */
-export async function fromTemplate(
+export async function fromSharedBody(
   transmissionId: string,
   to: { email: string; name?: string },
   messageId: string,
   shared: () => SharedInput,
   date: Date = new Date(),
-): Promise<TemplateParts | null> {
+): Promise<SharedBodyParts | null> {
   const toValue = plainTo(to.email, to.name);
   if (toValue === null || !ASCII_ADDRESS.test(messageId)) return null;
-  let entry = templates.get(transmissionId);
+  let entry = sharedBodies.get(transmissionId);
   if (!entry) {
     entry = compose(shared()).catch(() => null);
-    if (templates.size >= MAX_TEMPLATES) templates.delete(templates.keys().next().value as string);
-    templates.set(transmissionId, entry);
+    if (sharedBodies.size >= MAX_SHARED_BODIES) sharedBodies.delete(sharedBodies.keys().next().value as string);
+    sharedBodies.set(transmissionId, entry);
   }
   const t = await entry;
   if (!t) return null;
@@ -112,7 +113,7 @@ export async function fromTemplate(
   return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash };
 }
 
-/** Forgets every template (tests). */
-export function clearTemplates(): void {
-  templates.clear();
+/** Forgets every shared body (tests). */
+export function clearSharedBodies(): void {
+  sharedBodies.clear();
 }

@@ -9,7 +9,8 @@ import {
   startSinkMx,
 } from '../../../../test/peers/sink-mx.ts';
 import { buildMessage } from '../render/mime.ts';
-import { type AttemptResult, openSession, relayFromUrl, type SessionOptions, type SmtpSession } from './smtp-client.ts';
+import { relayFromUrl } from './relay-url.ts';
+import { type AttemptResult, openSession, type SessionOptions, type SmtpSession } from './smtp-client.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -14,7 +14,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import type { AttemptFailure, SessionOptions, SmtpStage, SmtpTimeouts } from './smtp-client.ts';
+import type { AttemptFailure, SessionOptions, SmtpStage, SmtpTimeouts } from './smtp-types.ts';
 import {
   type Extensions,
   NO_EXTENSIONS,

@@ -19,11 +19,9 @@
  * - A transaction that failed before its data is followed by RSET so the next starts clean; after
  *   the data the server has ended the transaction itself (and the next may already be under way).
  */
-import type { AttemptFailure, AttemptResult, OutboundMessage, SmtpSession, SmtpStage } from './smtp-client.ts';
+import type { AttemptFailure, AttemptResult, OutboundMessage, SmtpSession, SmtpStage } from './smtp-types.ts';
 import { dataPayload, envelopeCommands, parseReply, type Reply } from './smtp-wire.ts';
 import { SmtpLink } from './smtp-link.ts';
-
-export { parseReply };
 
 interface Queued {
   message: OutboundMessage;
