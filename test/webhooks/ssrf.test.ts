@@ -8,7 +8,7 @@ import { nowIso } from '../../src/lib/clock.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { WebhookSender, newWebhookSecret } from '../../src/modules/webhooks/sender.ts';
-import { createGuardedLookup, isForbiddenAddress } from '../../src/modules/webhooks/ssrf.ts';
+import { createGuardedLookup, isForbiddenAddress } from '../../src/lib/address-guard.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { expectError } from '../helpers/security-suite.ts';
 import {

@@ -1,7 +1,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { checkUrlSyntax, ForbiddenTargetError, guardedLookup, isForbiddenAddress } from './ssrf.ts';
+import { ForbiddenTargetError, guardedLookup, isForbiddenAddress } from '../../lib/address-guard.ts';
+import { checkUrlSyntax } from './ssrf.ts';
 
 /** `whsec_` + base64 of 32 random bytes: the Standard Webhooks secret format. */
 export function newWebhookSecret(): string {

@@ -9,14 +9,6 @@ import { ForbiddenTargetError, guardedLookup, isForbiddenAddress } from '../../l
  * (rebinding) does not get through.
  */
 
-export {
-  createGuardedLookup,
-  ForbiddenTargetError,
-  guardedLookup,
-  isForbiddenAddress,
-  type Resolver,
-} from '../../lib/address-guard.ts';
-
 export interface UrlCheck {
   ok: boolean;
   message?: string;
