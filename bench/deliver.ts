@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
+import type { MessageState } from '../src/db/message-state.ts';
 import { dkimDnsRecordValue, dkimSign, generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { buildMessage } from '../src/modules/delivery/render/mime.ts';
 import { createLogger } from '../src/logger.ts';
@@ -128,7 +129,7 @@ async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: 
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
   const child = spawnNode([...prof, 'bin/postyard.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
-  const count = async (states: string[]) =>
+  const count = async (states: MessageState[]) =>
     Number(
       (
         await check.database.db

@@ -1,5 +1,6 @@
-import { CompiledQuery, type Insertable, PostgresAdapter } from 'kysely';
+import type { Insertable } from 'kysely';
 import type { Pacer } from '../lib/pacer.ts';
+import { runSql, shapedSql } from './dialect.ts';
 import type { Executor } from './executor.ts';
 import type { DB } from './schema.ts';
 
@@ -12,21 +13,12 @@ const MAX_PARAMS = 30_000;
  * visiting, compiling) cost more CPU than SQLite took to run them, so hot inserts are written
  * here once and reused. Identifiers come from our own schema types, never from input.
  */
-const sqlCache = new Map<string, string>();
-
-function insertSql(pg: boolean, table: string, cols: string[], rows: number): string {
-  const key = `${pg ? 'p' : 's'}|${table}|${cols.join(',')}|${rows}`;
-  let text = sqlCache.get(key);
-  if (!text) {
-    let n = 0;
-    const tuple = () => `(${cols.map(() => (pg ? `$${++n}` : '?')).join(', ')})`;
-    const values = Array.from({ length: rows }, tuple).join(', ');
-    text = `insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values ${values}`;
-    if (sqlCache.size > 2000) sqlCache.clear();
-    sqlCache.set(key, text);
-  }
-  return text;
-}
+const insertSql = shapedSql(2000, (param, _dialect, table: string, cols: readonly string[], rows: number) => {
+  let n = 0;
+  const tuple = () => `(${cols.map(() => param(++n)).join(', ')})`;
+  const values = Array.from({ length: rows }, tuple).join(', ');
+  return `insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values ${values}`;
+});
 
 /** Rows per statement when paced: a few ms of SQLite work each, so the pacer can yield between them. */
 const PACED_ROWS = 500;
@@ -45,7 +37,6 @@ export async function insertMany<T extends keyof DB & string>(
 ): Promise<void> {
   if (rows.length === 0) return;
   const cols = Object.keys(rows[0] as object);
-  const pg = db.getExecutor().adapter instanceof PostgresAdapter;
   const byParams = Math.max(1, Math.floor(MAX_PARAMS / (cols.length || 1)));
   const chunk = pace ? Math.min(byParams, PACED_ROWS) : byParams;
   for (let i = 0; i < rows.length; i += chunk) {
@@ -62,7 +53,7 @@ export async function insertMany<T extends keyof DB & string>(
         params.push(v);
       }
     }
-    await db.executeQuery(CompiledQuery.raw(insertSql(pg, table, cols, part.length), params));
+    await runSql(db, insertSql(db, table, cols, part.length), params);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Database } from './index.ts';
+import { isPostgres } from './dialect.ts';
 import type { DB } from './schema.ts';
 
 type Work<T> = (trx: Transaction<DB>) => Promise<T>;
@@ -42,7 +43,7 @@ export class GroupCommit {
     private readonly database: Database,
     opts: GroupCommitOptions = {},
   ) {
-    this.grouped = database.dialect === 'sqlite';
+    this.grouped = !isPostgres(database);
     this.maxBatch = opts.maxBatch ?? 128;
     this.delayMs = opts.delayMs ?? 0;
   }

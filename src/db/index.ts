@@ -3,12 +3,13 @@ import SqliteDatabase from 'better-sqlite3';
 import { type DatabaseIntrospector, Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { ensurePrivateDir, ensurePrivateFile, tightenFiles } from '../lib/private-files.ts';
+import { type Dialect, isPostgres } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema.ts';
 import { startCheckpointer } from './sqlite-checkpointer.ts';
 import { withStatementCache } from './statement-cache.ts';
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect } from './dialect.ts';
 
 export interface Database {
   db: Kysely<DB>;
@@ -118,10 +119,9 @@ function openPostgres(url: string, poolSize: number, schema?: string): Database 
 export async function migrateToLatest(database: Database): Promise<string[]> {
   // PostgreSQL: name the schema of the migration tables. Without it Kysely's "table exists?" check
   // looks at every schema, sees another schema's kysely_migration tables and never creates ours.
-  const schema =
-    database.dialect === 'postgres'
-      ? (await sql<{ s: string | null }>`select current_schema() as s`.execute(database.db)).rows[0]?.s
-      : null;
+  const schema = isPostgres(database)
+    ? (await sql<{ s: string | null }>`select current_schema() as s`.execute(database.db)).rows[0]?.s
+    : null;
   const migrator = new Migrator({
     db: database.db,
     provider: { getMigrations: async () => migrations },

@@ -1,3 +1,5 @@
+import type { MessageState } from './message-state.ts';
+
 /**
  * Kysely table types. Both backends store the same shapes: ids are UUID text, timestamps are
  * ISO-8601 UTC text (fixed width, so they sort correctly as text), JSON is serialized text and
@@ -98,7 +100,7 @@ export interface MessagesTable {
   recipient_domain: string;
   substitution_data: string | null;
   metadata: string | null;
-  state: string;
+  state: MessageState;
   attempt_count: number;
   next_attempt_at: string;
   locked_until: string | null;

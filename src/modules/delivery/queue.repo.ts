@@ -1,11 +1,9 @@
-import { CompiledQuery } from 'kysely';
-import type { Database } from '../../db/index.ts';
+import { dialectSql, runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
+import type { Database } from '../../db/index.ts';
+import { CLAIMABLE_SQL, CLAIMABLE_STATES, RELEASED_STATE_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
-
-/** States a message is claimable in. `sending` rows are claimable again once their lease ran out. */
-const CLAIMABLE = ['queued', 'deferred', 'sending'];
 
 /**
  * The delivery queue is the messages table itself (no second queue to lose). A claim moves due
@@ -25,33 +23,60 @@ export async function claimDueMessages(
 ): Promise<MessagesTable[]> {
   const now = isoAt(nowMs);
   const until = isoAt(nowMs + leaseMs);
-  const pg = database.dialect === 'postgres';
   // Raw text: the states must be literals for the planners to use messages_claimable (migration
   // 005); a bound list would make them sort every due row on each claim.
-  const params = pg ? [until, workerId, now, limit] : [until, workerId, until, now, now, limit];
-  const res = await database.db.executeQuery<MessagesTable>(CompiledQuery.raw(pg ? CLAIM_PG : CLAIM_SQLITE, params));
-  return res.rows;
+  return runSql<MessagesTable>(database.db, CLAIM, [until, workerId, now, limit]);
 }
 
-const CLAIMABLE_SQL = `state in ('queued', 'deferred', 'sending')`;
-const CLAIM_PG =
-  `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
+/** [until, workerId, now, limit] */
+const CLAIM = dialectSql({
+  // INDEXED BY: without statistics SQLite prefers messages_due and sorts every due row.
+  sqlite:
+    `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
+    `where id in (select id from messages indexed by messages_claimable where ${CLAIMABLE_SQL} ` +
+    'and next_attempt_at <= ? order by next_attempt_at limit ?) returning *',
+  sqliteArgs: [0, 1, 0, 2, 2, 3],
   // = any(array(...)): the due ids are picked first (an InitPlan), then fetched by primary key;
   // `in (select ...)` let the planner hash-join against a scan of the whole table.
-  `where id = any(array(select id from messages where ${CLAIMABLE_SQL} and next_attempt_at <= $3 ` +
-  'order by next_attempt_at limit $4 for update skip locked)) returning *';
-const CLAIM_SQLITE =
-  `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
-  // INDEXED BY: without statistics SQLite prefers messages_due and sorts every due row.
-  `where id in (select id from messages indexed by messages_claimable where ${CLAIMABLE_SQL} ` +
-  'and next_attempt_at <= ? order by next_attempt_at limit ?) returning *';
+  postgres:
+    `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
+    `where id = any(array(select id from messages where ${CLAIMABLE_SQL} and next_attempt_at <= $3 ` +
+    'order by next_attempt_at limit $4 for update skip locked)) returning *',
+});
+
+/**
+ * Puts messages this worker claimed but did not send back in the queue, due at once and with no
+ * attempt counted (as a lease running out would), in one statement: `deferred` if they had been
+ * tried before, else `queued`. Rows another worker has taken meanwhile are left alone.
+ */
+export async function releaseMessages(
+  database: Database,
+  workerId: string,
+  ids: readonly string[],
+  nowMs: number = Date.now(),
+): Promise<void> {
+  if (ids.length === 0) return;
+  // Sorted, so concurrent statements on PostgreSQL lock rows in one order.
+  await runSql(database.db, RELEASE, [isoAt(nowMs), workerId, [...ids].sort()]);
+}
+
+/** [now, workerId, ids] */
+const RELEASE = dialectSql({
+  sqlite:
+    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = ?, locked_by = null, locked_until = null ` +
+    'where id in (select value from json_each(?)) and locked_by = ?',
+  sqliteArgs: [0, 2, 1],
+  postgres:
+    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = $1, locked_by = null, locked_until = null ` +
+    'where id = any($3::text[]) and locked_by = $2',
+});
 
 /** Earliest next_attempt_at among claimable messages (to sleep until then), or null. */
 export async function nextDueAt(db: Executor): Promise<string | null> {
   const row = await db
     .selectFrom('messages')
     .select((eb) => eb.fn.min('next_attempt_at').as('at'))
-    .where('state', 'in', CLAIMABLE)
+    .where('state', 'in', CLAIMABLE_STATES)
     .executeTakeFirst();
   return (row?.at as string | null | undefined) ?? null;
 }

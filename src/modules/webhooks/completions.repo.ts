@@ -2,8 +2,9 @@ import { insertMany } from '../../db/batch.ts';
 import type { Database } from '../../db/index.ts';
 import type { WebhookDeliveriesTable, WebhookQueueTable } from '../../db/schema.ts';
 import { newId } from '../../lib/ids.ts';
+import { runSql } from '../../db/dialect.ts';
 import { relaxed } from './queue.repo.ts';
-import { runSql, SQL } from './queue.sql.ts';
+import { SQL } from './queue.sql.ts';
 import { disableWebhook } from './webhooks.repo.ts';
 
 /** The database effect of one finished unit, or of one POST on a webhook's failure tracking. */
@@ -50,10 +51,9 @@ export async function applyCompletions(
     if (list) list.push(w.unit.id);
     else removals.set(w.webhookId, [w.unit.id]);
   }
-  const pg = database.dialect === 'postgres';
   await database.db.transaction().execute(async (trx) => {
     await relaxed(trx, database);
-    for (const [webhookId, ids] of removals) await runSql(trx, pg, SQL.deleteUnits, [webhookId, ids]);
+    for (const [webhookId, ids] of removals) await runSql(trx, SQL.deleteUnits, [webhookId, ids]);
     const byWebhook = new Map<string, { lastOk: boolean; failSince: string | null; at: string; gone: boolean }>();
     const splits: WebhookQueueTable[] = [];
     for (const w of writes) {
@@ -106,7 +106,7 @@ export async function applyCompletions(
     const ordered = [...byWebhook].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
     for (const [id, s] of ordered) {
       if (s.lastOk) {
-        await runSql(trx, pg, SQL.webhookSucceeded, [s.at, id]);
+        await runSql(trx, SQL.webhookSucceeded, [s.at, id]);
         continue;
       }
       await trx

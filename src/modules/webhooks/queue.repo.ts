@@ -1,10 +1,11 @@
 import { sql } from 'kysely';
 import { insertMany } from '../../db/batch.ts';
+import { isPostgres, runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import type { EventsTable, WebhookQueueTable } from '../../db/schema.ts';
 import { newId } from '../../lib/ids.ts';
-import { runSql, SQL } from './queue.sql.ts';
+import { SQL } from './queue.sql.ts';
 
 /**
  * The dispatcher's database work. On PostgreSQL every claim uses FOR UPDATE SKIP LOCKED, so
@@ -30,7 +31,7 @@ export const SINGLE_UNIT_EVENTS = 16;
  * disk's flush rate. The API's own commits (accepting mail) keep full durability.
  */
 export async function relaxed(trx: Executor, database: Database): Promise<void> {
-  if (database.dialect === 'postgres') await sql`set local synchronous_commit = off`.execute(trx);
+  if (isPostgres(database)) await sql`set local synchronous_commit = off`.execute(trx);
 }
 
 /** A subscribed webhook as fan-out needs it. */
@@ -62,17 +63,16 @@ export async function fanOut(
   queued: Map<string, number>;
   routed: { id: string; body: string; webhookIds: string[] }[];
 }> {
-  const pg = database.dialect === 'postgres';
   return database.db.transaction().execute(async (trx) => {
     await relaxed(trx, database);
     // Two plain statements rather than a join: with a join the planner may merge-scan the
     // events index from its start on every round (the outbox is consumed from the front).
-    const outbox = await runSql<{ event_id: string; tenant_id: string }>(trx, pg, SQL.outboxFront, [limit]);
+    const outbox = await runSql<{ event_id: string; tenant_id: string }>(trx, SQL.outboxFront, [limit]);
     const queued = new Map<string, number>();
     const routed: { id: string; body: string; webhookIds: string[] }[] = [];
     if (outbox.length === 0) return { claimed: 0, queued, routed };
     const events = new Map<string, RoutedEvent>();
-    const found = await runSql<RoutedEvent>(trx, pg, SQL.eventsToRoute, [outbox.map((r) => r.event_id)]);
+    const found = await runSql<RoutedEvent>(trx, SQL.eventsToRoute, [outbox.map((r) => r.event_id)]);
     for (const e of found) events.set(e.id, e);
     // Only events the routing table is known to be current for (see WebhookRegistry.validAt);
     // the others stay in the outbox for a later round. A missing event (tenant deleted) is dropped.
@@ -120,19 +120,18 @@ export async function fanOut(
       'webhook_queue',
       units.map(({ ids, ...u }) => ({ ...u, event_ids: JSON.stringify(ids), event_count: ids.length })),
     );
-    await runSql(trx, pg, SQL.deleteOutbox, [rows.map((r) => r.event_id)]);
+    await runSql(trx, SQL.deleteOutbox, [rows.map((r) => r.event_id)]);
     return { claimed: rows.length, queued, routed };
   });
 }
 
 /** Due, unclaimed units of one webhook, oldest first, without claiming them (batch sizing). */
 export async function peekDue(database: Database, webhookId: string, limit: number, now: string) {
-  return runSql<{ id: string; event_count: number; next_attempt_at: string }>(
-    database.db,
-    database.dialect === 'postgres',
-    SQL.peekDue,
-    [webhookId, now, limit],
-  );
+  return runSql<{ id: string; event_count: number; next_attempt_at: string }>(database.db, SQL.peekDue, [
+    webhookId,
+    now,
+    limit,
+  ]);
 }
 
 export interface ClaimedUnit {
@@ -160,16 +159,9 @@ export async function claimUnits(
   lease: Lease,
 ): Promise<ClaimedUnit[]> {
   // A single statement on both backends (on PostgreSQL it relaxes its own commit).
-  const pg = database.dialect === 'postgres';
   return 'ids' in pick
-    ? runSql<ClaimedUnit>(database.db, pg, SQL.claimIds, [webhookId, lease.now, pick.ids, lease.until, lease.holder])
-    : runSql<ClaimedUnit>(database.db, pg, SQL.claimOldest, [
-        webhookId,
-        lease.now,
-        pick.limit,
-        lease.until,
-        lease.holder,
-      ]);
+    ? runSql<ClaimedUnit>(database.db, SQL.claimIds, [webhookId, lease.now, pick.ids, lease.until, lease.holder])
+    : runSql<ClaimedUnit>(database.db, SQL.claimOldest, [webhookId, lease.now, pick.limit, lease.until, lease.holder]);
 }
 
 /**
@@ -184,15 +176,14 @@ export async function releaseUnits(
   now: string,
 ): Promise<void> {
   if (ids.length === 0) return;
-  await runSql(database.db, database.dialect === 'postgres', SQL.releaseUnits, [webhookId, holder, now, ids]);
+  await runSql(database.db, SQL.releaseUnits, [webhookId, holder, now, ids]);
 }
 
 /** Whole event rows by id (events not in the dispatcher's cache). */
 export async function loadEvents(database: Database, ids: readonly string[]): Promise<EventsTable[]> {
-  const pg = database.dialect === 'postgres';
   const out: EventsTable[] = [];
   for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
-    out.push(...(await runSql<EventsTable>(database.db, pg, SQL.eventsById, [ids.slice(i, i + ROWS_PER_STATEMENT)])));
+    out.push(...(await runSql<EventsTable>(database.db, SQL.eventsById, [ids.slice(i, i + ROWS_PER_STATEMENT)])));
   }
   return out;
 }
@@ -212,5 +203,5 @@ export async function releaseClaims(db: Executor, holder: string, now: string): 
  * sorts the whole backlog for every claim instead of reading the first rows of the index.
  */
 export async function analyzeQueue(database: Database): Promise<void> {
-  if (database.dialect === 'postgres') await sql`analyze webhook_queue`.execute(database.db);
+  if (isPostgres(database)) await sql`analyze webhook_queue`.execute(database.db);
 }

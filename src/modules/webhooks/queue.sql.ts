@@ -1,33 +1,11 @@
-import { CompiledQuery } from 'kysely';
-import type { Executor } from '../../db/executor.ts';
+import { dialectSql } from '../../db/dialect.ts';
 
 /**
- * The dispatcher's hot statements as fixed SQL text per dialect. Building them through Kysely's
- * query builder (object freezing, AST visiting, compiling) for every claim, fan-out round and
- * flush cost more CPU than the database took to run them (profile of bench:webhooks). A list of
- * ids is one parameter (a JSON array read by json_each on SQLite, a text[] on PostgreSQL), so each
- * statement has exactly one text: one prepared statement on SQLite whatever the list length,
- * instead of one per length crowding the shared statement cache.
+ * The dispatcher's hot statements as fixed SQL text per dialect (src/db/dialect.ts). Building
+ * them through Kysely's query builder for every claim, fan-out round and flush cost more CPU than
+ * the database took to run them (profile of bench:webhooks). A list of ids is one parameter, so
+ * each statement has exactly one text whatever the list length.
  */
-export interface DialectSql {
-  /** SQLite text with plain `?` (better-sqlite3 binds numbered `?N` as named parameters)... */
-  sqlite: string;
-  /** ...and which logical parameter each `?` takes, in order (default: 0, 1, 2, ...). */
-  sqliteArgs?: readonly number[];
-  /** PostgreSQL text with `$N` = logical parameter N-1. */
-  pg: string;
-}
-
-/** Runs `q` with `params`; an array parameter is a list of ids (see above). */
-export async function runSql<R>(db: Executor, pg: boolean, q: DialectSql, params: readonly unknown[]): Promise<R[]> {
-  let bound: readonly unknown[] = params;
-  if (!pg) {
-    const json = params.map((p) => (Array.isArray(p) ? JSON.stringify(p) : p));
-    bound = q.sqliteArgs ? q.sqliteArgs.map((i) => json[i]) : json;
-  }
-  const res = await db.executeQuery<R>(CompiledQuery.raw(pg ? q.pg : q.sqlite, bound as unknown[]));
-  return res.rows as R[];
-}
 
 /**
  * A text column as a JSON value, null as null; both escape as JSON.stringify does. The stored
@@ -43,16 +21,17 @@ const PG_RELAXED = `"cfg" as (select set_config('synchronous_commit', 'off', tru
 
 export const SQL = {
   /** [limit] */
-  outboxFront: {
+  outboxFront: dialectSql({
     sqlite: 'select "event_id", "tenant_id" from "webhook_outbox" order by "event_id" limit ?',
-    pg: 'select "event_id", "tenant_id" from "webhook_outbox" order by "event_id" limit $1 for update skip locked',
-  },
+    postgres:
+      'select "event_id", "tenant_id" from "webhook_outbox" order by "event_id" limit $1 for update skip locked',
+  }),
   /**
    * [ids] Events to route, each with its JSON body as eventJson() would build it, built by the
    * database: one string per event instead of eleven columns plus the concatenation in JS (GC
    * was the largest cost of batch delivery). Byte-identical: test/webhooks/queue.test.ts.
    */
-  eventsToRoute: {
+  eventsToRoute: dialectSql({
     sqlite:
       `select "id", "tenant_id", "type", "created_at", '{"id":' || ${sqliteJson('id')} || ',"type":' || ${sqliteJson('type')} || ` +
       `',"created_at":' || ${sqliteJson('created_at')} || ',"tenant_id":' || ${sqliteJson('tenant_id')} || ` +
@@ -60,40 +39,40 @@ export const SQL = {
       `',"recipient":' || ${sqliteJson('recipient')} || ',"mail_type":' || ${sqliteJson('mail_type')} || ` +
       `',"tags":' || "tags" || ',"metadata":' || "metadata" || ',"data":' || "data" || '}' as "body" ` +
       'from "events" where "id" in (select value from json_each(?))',
-    pg:
+    postgres:
       `select "id", "tenant_id", "type", "created_at", '{"id":' || ${pgJson('id')} || ',"type":' || ${pgJson('type')} || ` +
       `',"created_at":' || ${pgJson('created_at')} || ',"tenant_id":' || ${pgJson('tenant_id')} || ` +
       `',"transmission_id":' || ${pgJson('transmission_id')} || ',"message_id":' || ${pgJson('message_id')} || ` +
       `',"recipient":' || ${pgJson('recipient')} || ',"mail_type":' || ${pgJson('mail_type')} || ` +
       `',"tags":' || "tags" || ',"metadata":' || "metadata" || ',"data":' || "data" || '}' as "body" ` +
       'from "events" where "id" = any($1::text[])',
-  },
+  }),
   /** [ids] */
-  eventsById: {
+  eventsById: dialectSql({
     sqlite: 'select * from "events" where "id" in (select value from json_each(?))',
-    pg: 'select * from "events" where "id" = any($1::text[])',
-  },
+    postgres: 'select * from "events" where "id" = any($1::text[])',
+  }),
   /** [ids] */
-  deleteOutbox: {
+  deleteOutbox: dialectSql({
     sqlite: 'delete from "webhook_outbox" where "event_id" in (select value from json_each(?))',
-    pg: 'delete from "webhook_outbox" where "event_id" = any($1::text[])',
-  },
+    postgres: 'delete from "webhook_outbox" where "event_id" = any($1::text[])',
+  }),
   /** [webhookId, now, limit] */
-  peekDue: {
+  peekDue: dialectSql({
     sqlite:
       'select "id", "event_count", "next_attempt_at" from "webhook_queue" where "webhook_id" = ? and "next_attempt_at" <= ? ' +
       'and ("locked_until" is null or "locked_until" < ?) order by "next_attempt_at" limit ?',
     sqliteArgs: [0, 1, 1, 2],
-    pg:
+    postgres:
       'select "id", "event_count", "next_attempt_at" from "webhook_queue" where "webhook_id" = $1 and "next_attempt_at" <= $2 ' +
       'and ("locked_until" is null or "locked_until" < $2) order by "next_attempt_at" limit $3',
-  },
+  }),
   /**
    * [webhookId, now, limit, until, holder]. The claim also moves next_attempt_at to the end of
    * the lease: the due-index range then holds only claimable units (due ones and expired leases),
    * instead of every in-flight unit that each claim had to step over.
    */
-  claimOldest: {
+  claimOldest: dialectSql({
     sqlite:
       'update "webhook_queue" set "locked_until" = ?, "locked_by" = ?, "next_attempt_at" = ? ' +
       'where "webhook_id" = ? and "id" in (select "id" from "webhook_queue" where "webhook_id" = ? and "next_attempt_at" <= ? ' +
@@ -105,46 +84,46 @@ export const SQL = {
     // lose: see relaxed() in queue.repo.ts); PostgreSQL applies the value in force at commit.
     // MATERIALIZED: as a plain IN (subquery) the subquery may run more than once and pick other
     // rows each time. The outer condition is re-checked if a row changed meanwhile.
-    pg:
+    postgres:
       `with ${PG_RELAXED}, "due" as materialized (select q."id" from "cfg", "webhook_queue" q where q."webhook_id" = $1 ` +
       'and q."next_attempt_at" <= $2 and (q."locked_until" is null or q."locked_until" < $2) order by q."next_attempt_at" ' +
       'limit $3 for update of q skip locked) ' +
       'update "webhook_queue" set "locked_until" = $4, "locked_by" = $5, "next_attempt_at" = $4 ' +
       'where "webhook_id" = $1 and "id" in (select "id" from "due") and ("locked_until" is null or "locked_until" < $2) ' +
       'returning "id", "event_ids", "attempts", "tenant_id", "oldest_event_at"',
-  },
+  }),
   /** [webhookId, now, ids, until, holder] */
-  claimIds: {
+  claimIds: dialectSql({
     sqlite:
       'update "webhook_queue" set "locked_until" = ?, "locked_by" = ?, "next_attempt_at" = ? ' +
       'where "webhook_id" = ? and "id" in (select value from json_each(?)) ' +
       'and ("locked_until" is null or "locked_until" < ?) returning "id", "event_ids", "attempts", "tenant_id", "oldest_event_at"',
     sqliteArgs: [3, 4, 3, 0, 2, 1],
-    pg:
+    postgres:
       `with ${PG_RELAXED}, "due" as materialized (select q."id" from "cfg", "webhook_queue" q where q."webhook_id" = $1 ` +
       'and q."id" = any($3::text[]) and (q."locked_until" is null or q."locked_until" < $2) for update of q skip locked) ' +
       'update "webhook_queue" set "locked_until" = $4, "locked_by" = $5, "next_attempt_at" = $4 ' +
       'where "webhook_id" = $1 and "id" in (select "id" from "due") and ("locked_until" is null or "locked_until" < $2) ' +
       'returning "id", "event_ids", "attempts", "tenant_id", "oldest_event_at"',
-  },
+  }),
   /** [webhookId, ids] */
-  deleteUnits: {
+  deleteUnits: dialectSql({
     sqlite: 'delete from "webhook_queue" where "webhook_id" = ? and "id" in (select value from json_each(?))',
-    pg: 'delete from "webhook_queue" where "webhook_id" = $1 and "id" = any($2::text[])',
-  },
+    postgres: 'delete from "webhook_queue" where "webhook_id" = $1 and "id" = any($2::text[])',
+  }),
   /** [webhookId, holder, now, ids]: gives back claimed units that were never attempted. */
-  releaseUnits: {
+  releaseUnits: dialectSql({
     sqlite:
       'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = ? ' +
       'where "webhook_id" = ? and "locked_by" = ? and "id" in (select value from json_each(?))',
     sqliteArgs: [2, 0, 1, 3],
-    pg:
+    postgres:
       'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = $3 ' +
       'where "webhook_id" = $1 and "locked_by" = $2 and "id" = any($4::text[])',
-  },
+  }),
   /** [at, id] */
-  webhookSucceeded: {
+  webhookSucceeded: dialectSql({
     sqlite: 'update "webhooks" set "failing_since" = null, "last_success_at" = ? where "id" = ?',
-    pg: 'update "webhooks" set "failing_since" = null, "last_success_at" = $1 where "id" = $2',
-  },
-} satisfies Record<string, DialectSql>;
+    postgres: 'update "webhooks" set "failing_since" = null, "last_success_at" = $1 where "id" = $2',
+  }),
+};
