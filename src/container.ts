@@ -28,6 +28,7 @@ import { SuppressionsService } from './modules/suppressions/suppressions.service
 import { SmtpCredentialsService } from './modules/smtp-credentials/smtp-credentials.service.ts';
 import { TransmissionsService } from './modules/transmissions/transmissions.service.ts';
 import { TenantsService } from './modules/tenants/tenants.service.ts';
+import { TemplatesService } from './modules/templates/templates.service.ts';
 import { DashboardAccounts } from './modules/dashboard/accounts.service.ts';
 
 /**
@@ -58,6 +59,8 @@ export interface Container {
   events: EventsService;
   webhooks: WebhooksService;
   domains: DomainsService;
+  /** Stored templates (docs/templates.md). */
+  templates: TemplatesService;
   /** Dashboard users, sign-in and sessions (the web portal). */
   dashboard: DashboardAccounts;
   /** Periodic background chores of this node; started by roles, stopped by close(). */
@@ -130,6 +133,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
       createSenderPolicy(config, domains.verifiedCache),
     ),
     domains,
+    templates: new TemplatesService(database, cursors),
     events: new EventsService(database, cursors),
     webhooks,
     dashboard: new DashboardAccounts(database.db, rateLimiter),

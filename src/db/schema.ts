@@ -294,6 +294,32 @@ export interface MigrationMarker {
   id: Generated<number>;
 }
 
+export interface TemplatesTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  description: string | null;
+  published_version: number | null;
+  draft_version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One saved version of a template: never changed once written. headers/defaults: JSON text. */
+export interface TemplateVersionsTable {
+  tenant_id: string;
+  template_id: string;
+  version: number;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  from: string | null;
+  reply_to: string | null;
+  headers: string;
+  defaults: string;
+  created_at: string;
+}
+
 export interface DB {
   tenants: TenantsTable;
   api_keys: ApiKeysTable;
@@ -316,4 +342,6 @@ export interface DB {
   dashboard_users: DashboardUsersTable;
   dashboard_sessions: DashboardSessionsTable;
   dashboard_login_links: DashboardLoginLinksTable;
+  templates: TemplatesTable;
+  template_versions: TemplateVersionsTable;
 }

@@ -9,6 +9,7 @@ import * as m008 from './008_tenant_domain_limit.ts';
 import * as m006 from './006_attempt_tls_policy.ts';
 import * as m007 from './007_nodes.ts';
 import * as m010 from './010_tenant_rate_limit.ts';
+import * as m011 from './011_templates.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '006_attempt_tls_policy': m006,
   '007_nodes': m007,
   '010_tenant_rate_limit': m010,
+  '011_templates': m011,
 };

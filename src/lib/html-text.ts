@@ -1,0 +1,22 @@
+/**
+ * The text part generated for HTML-only mail (docs/templates.md "Text part"): receivers score
+ * HTML-only messages as spam-like, so one is always added. html-to-text (a kept library, not a
+ * regex) turns links into "text [url]", lists into "* item", tables into aligned text; lines are
+ * wrapped at 78 characters (RFC 5322's recommended line length). The caller's own text part
+ * always wins: this runs only when the content has none.
+ */
+import { compile } from 'html-to-text';
+
+const convert = compile({
+  wordwrap: 78,
+  selectors: [
+    // Images carry no text worth a line of their own; their alt text is kept by default.
+    { selector: 'img', format: 'skip' },
+    // Link targets are shown once, not repeated when the text already is the URL.
+    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+  ],
+});
+
+export function textFromHtml(html: string): string {
+  return convert(html);
+}

@@ -1,0 +1,84 @@
+/**
+ * Renders message content with the template language (src/lib/template-language.ts): stored
+ * templates and inline transmission content alike, for delivery, the preview route and tests.
+ * Pure (no database), so it runs on the render threads.
+ *
+ * Header safety: a rendered subject, display name or header value holding CR, LF or another
+ * control character fails the render (that recipient's message fails; nothing is sent) rather
+ * than being cleaned up: header injection is never sent. From and Reply-To render only their
+ * display name; the address is literal (checked at save and accept, and by the sender policy).
+ */
+import { formatMailbox, hasControlChars, parseMailbox } from '../../lib/email.ts';
+import { textFromHtml } from '../../lib/html-text.ts';
+import { RenderError, renderPart, usesLanguage } from '../../lib/template-language.ts';
+
+export interface ContentSource {
+  subject: string | null;
+  text: string | null;
+  html: string | null;
+  from: string | null;
+  reply_to: string | null;
+  headers: Record<string, string>;
+}
+
+export interface RenderedContent {
+  subject: string;
+  /** The caller's text part, or one generated from html when there is none. */
+  text: string | null;
+  html: string | null;
+  from: string | null;
+  reply_to: string | null;
+  headers: Record<string, string>;
+}
+
+function headerValue(part: string, key: string, source: string, data: Record<string, unknown>): string {
+  const out = renderPart(part, key, source, data, 'none');
+  if (hasControlChars(out)) throw new RenderError(part, 'rendered value contains CR, LF or another control character');
+  return out;
+}
+
+function mailbox(part: string, key: string, source: string | null, data: Record<string, unknown>): string | null {
+  if (source === null) return null;
+  const m = parseMailbox(source);
+  if (!m) throw new RenderError(part, 'is not exactly one acceptable mailbox');
+  if (!m.name || !usesLanguage(m.name)) return source;
+  const name = headerValue(part, key, m.name, data).trim();
+  return formatMailbox({ name: name || null, email: m.email });
+}
+
+/**
+ * Renders every part with `data`. `key` identifies the source for the compile cache (template
+ * id + version, or transmission id): the same key must always come with the same content.
+ */
+export function renderContent(c: ContentSource, data: Record<string, unknown>, key: string): RenderedContent {
+  const html = c.html === null ? null : renderPart('html', key, c.html, data, 'html');
+  const text = c.text === null ? null : renderPart('text', key, c.text, data, 'none');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(c.headers)) {
+    headers[name] = headerValue(`headers.${name}`, key, value, data);
+  }
+  return {
+    subject: headerValue('subject', key, c.subject ?? '', data),
+    text: text ?? (html === null ? null : textFromHtml(html)),
+    html,
+    from: mailbox('from', key, c.from, data),
+    reply_to: mailbox('reply_to', key, c.reply_to, data),
+    headers,
+  };
+}
+
+/** True when rendering would give the same result for any data (nothing uses the language). */
+export function isStatic(c: ContentSource): boolean {
+  return !usesLanguage(c.subject, c.text, c.html, c.from, c.reply_to, ...Object.values(c.headers));
+}
+
+/**
+ * The data of one message: recipient `substitution_data` over transmission `substitution_data`
+ * over template `defaults`, merged by top-level key (docs/templates.md "Data precedence").
+ */
+export function mergeData(...layers: (Record<string, unknown> | null | undefined)[]): Record<string, unknown> {
+  // No prototype: a "__proto__" key in JSON data stays a plain key instead of a prototype change.
+  const out: Record<string, unknown> = Object.create(null);
+  for (const layer of layers) if (layer) Object.assign(out, layer);
+  return out;
+}
