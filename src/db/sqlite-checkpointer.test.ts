@@ -54,14 +54,14 @@ describe('SQLite checkpoints on a background thread', () => {
     const file = join(dir, 'postyard.sqlite');
     const database = openDatabase({ databaseUrl: null, dataDir: dir });
     let largest = 0;
-    const rows = 60_000;
+    const rows = 120_000;
     try {
       await sql`create table blobs (id integer primary key, body text not null)`.execute(database.db);
       await sql`create index blobs_body on blobs (body)`.execute(database.db);
       const body = 'x'.repeat(2000);
       // A writer that is never idle for long (the accept path, delivery outcomes and webhook
       // bookkeeping under a steady load): transactions back to back, one event-loop turn apart.
-      // About 500 MB of WAL frames in all; before the fix the WAL held every one of them, since a
+      // About 1 GB of WAL frames in all; before the fix the WAL held every one of them, since a
       // PASSIVE checkpoint never lets the writer start it over while commits keep coming.
       for (let n = 0; n < rows; ) {
         await database.db.transaction().execute(async (trx) => {
@@ -73,12 +73,44 @@ describe('SQLite checkpoints on a background thread', () => {
     } finally {
       await database.close();
     }
-    // Restarts begin at 16 MB (4,096 pages), the main connection forces one past 32 MB; the slack
-    // is for a checkpoint thread that a loaded machine schedules late.
-    expect(largest).toBeLessThan(200 * 2 ** 20);
+    // Restarts begin at 16 MB (4,096 pages), the main connection forces one past 32 MB (or a
+    // 64 MB file). This writer outruns any disk (~100 MB/s of WAL), so how far past that the WAL
+    // gets depends on how fast checkpoints are absorbed: 65-260 MB on a loaded 2-core machine.
+    expect(largest).toBeLessThan(360 * 2 ** 20);
     const check = new SqliteDatabase(file, { readonly: true });
     expect((check.prepare('select count(*) as n from blobs').get() as { n: number }).n).toBe(rows);
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     check.close();
+  });
+
+  it('transactions that read before they write never fail with "database is locked" while the thread starts the WAL over', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'postyard-ckpt-'));
+    dirs.push(dir);
+    const database = openDatabase({ databaseUrl: null, dataDir: dir });
+    let ok = 0;
+    const failures: string[] = [];
+    try {
+      await sql`create table blobs (id integer primary key, body text not null)`.execute(database.db);
+      const body = 'x'.repeat(2000);
+      // The accept path's shape: look something up, then insert. About 400 MB of WAL in all, so
+      // the thread runs a RESTART checkpoint (holding the write lock) many times meanwhile.
+      for (let n = 0; n < 2500; n++) {
+        try {
+          await database.db.transaction().execute(async (trx) => {
+            await sql`select count(*) as n from blobs where id < 10`.execute(trx);
+            for (let i = 0; i < 20; i++) await sql`insert into blobs (body) values (${body})`.execute(trx);
+          });
+          ok++;
+        } catch (err) {
+          failures.push(String(err));
+        }
+        // A millisecond apart: the thread finds the write lock free between transactions.
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    } finally {
+      await database.close();
+    }
+    expect(failures.slice(0, 3)).toEqual([]);
+    expect(ok).toBe(2500);
   });
 });

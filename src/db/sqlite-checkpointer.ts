@@ -19,6 +19,7 @@
  * close checkpoints what is left. If the thread cannot run, the main connection goes back to
  * checkpointing itself.
  */
+import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type SqliteDatabase from 'better-sqlite3';
 
@@ -41,7 +42,8 @@ export function startCheckpointer(
 ): Checkpointer {
   // After a full checkpoint the WAL restarts from the beginning; this keeps the file itself
   // from staying at its largest size.
-  raw.pragma('journal_size_limit = 67108864');
+  const journalLimit = 64 * 2 ** 20;
+  raw.pragma(`journal_size_limit = ${journalLimit}`);
   raw.pragma('wal_autocheckpoint = 0');
   const fallBack = () => {
     if (raw.open) raw.pragma('wal_autocheckpoint = 1000');
@@ -86,16 +88,28 @@ export function startCheckpointer(
       setTimeout(() => restartHere(tries - 1), 5).unref();
     }
   };
+  const queueRestart = () => {
+    if (restartQueued) return;
+    restartQueued = true;
+    setImmediate(() => restartHere(20));
+  };
   worker.on('message', (m: { walFrames?: number; restarted?: boolean }) => {
-    if (!restartQueued && !m.restarted && (m.walFrames ?? 0) >= 2 * restartFrames) {
-      restartQueued = true;
-      setImmediate(() => restartHere(20));
-    }
+    if (!m.restarted && (m.walFrames ?? 0) >= 2 * restartFrames) queueRestart();
   });
+  // A thread that a loaded machine schedules late (or one stuck copying a large WAL) reports
+  // late: the main thread also looks at the file. Past the journal size limit it can only be a
+  // WAL that has not restarted since (a restart truncates the file back to that limit).
+  const watch = setInterval(() => {
+    try {
+      if (statSync(`${file}-wal`).size > journalLimit) queueRestart();
+    } catch {}
+  }, 250);
+  watch.unref();
   return {
     async stop() {
       if (stopped) return;
       stopped = true;
+      clearInterval(watch);
       // Keep the process alive until the thread is gone: awaiting an unref'd thread alone would
       // let the event loop empty (a CLI command would then exit with code 13).
       worker.ref();

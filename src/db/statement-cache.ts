@@ -39,7 +39,13 @@ export function withStatementCache(raw: SqliteDatabase.Database, limits: Stateme
     close: () => raw.close(),
     /** What is kept now (tests, diagnostics). */
     stats: () => ({ statements: cache.size, chars }),
-    prepare(sqlText: string): SqliteDatabase.Statement {
+    prepare(text: string): SqliteDatabase.Statement {
+      // Kysely opens every transaction with a deferred BEGIN. A deferred transaction that has
+      // read and then writes gets SQLITE_BUSY at once, without the busy timeout, if another
+      // connection holds the write lock at that moment: the checkpoint thread while it starts
+      // the WAL over, or a CLI command. BEGIN IMMEDIATE takes the write lock first, waiting for it
+      // under the busy timeout like any write (this connection is the process's only writer).
+      const sqlText = text === 'begin' ? 'begin immediate' : text;
       const hit = cache.get(sqlText);
       if (hit && !hit.busy) {
         cache.delete(sqlText);
