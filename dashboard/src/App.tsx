@@ -1,4 +1,5 @@
-import { useCallback, useEffect, useState } from 'react';
+import { type ReactNode, useCallback, useEffect, useState } from 'react';
+import type { PageName } from '../../src/modules/dashboard/page-list.ts';
 import { Layout } from './components/Layout.tsx';
 import { ErrorBox, Loading } from './components/ui.tsx';
 import { api, setCsrfToken, setUnauthorizedHandler } from './lib/api.ts';
@@ -15,6 +16,29 @@ import { Overview } from './pages/Overview.tsx';
 import { Smtp } from './pages/Smtp.tsx';
 import { Suppressions } from './pages/Suppressions.tsx';
 import { Webhooks } from './pages/Webhooks.tsx';
+
+interface PageProps {
+  session: Session;
+  params: Record<string, string>;
+  reloadSession: () => Promise<void>;
+}
+
+/**
+ * The component of every page of src/modules/dashboard/page-list.ts (typed by its names, so a page
+ * added there without a component here fails the typecheck). The sign-in page renders outside the
+ * signed-in layout, above.
+ */
+const PAGES: Record<Exclude<PageName, 'login'>, (p: PageProps) => ReactNode> = {
+  overview: ({ session }) => <Overview session={session} />,
+  activity: () => <Activity />,
+  message: ({ params }) => <MessagePage id={params.id ?? ''} />,
+  'api-keys': () => <ApiKeys />,
+  smtp: ({ session }) => <Smtp session={session} />,
+  webhooks: () => <Webhooks />,
+  suppressions: () => <Suppressions />,
+  domains: () => <Domains />,
+  account: ({ session, reloadSession }) => <Account session={session} onChanged={reloadSession} />,
+};
 
 /** Session state: undefined while loading, null when signed out. */
 export function App() {
@@ -95,16 +119,11 @@ export function App() {
 
   return (
     <Layout session={session} path={loc.path} onSignOut={signOut}>
-      {route.page === 'overview' && <Overview session={session} />}
-      {route.page === 'activity' && <Activity />}
-      {route.page === 'message' && <MessagePage id={route.id} />}
-      {route.page === 'api-keys' && <ApiKeys />}
-      {route.page === 'smtp' && <Smtp session={session} />}
-      {route.page === 'webhooks' && <Webhooks />}
-      {route.page === 'suppressions' && <Suppressions />}
-      {route.page === 'domains' && <Domains />}
-      {route.page === 'account' && <Account session={session} onChanged={loadSession} />}
-      {route.page === 'not-found' && <NotFound />}
+      {route.page === 'not-found' ? (
+        <NotFound />
+      ) : (
+        PAGES[route.page]({ session, params: route.params, reloadSession: loadSession })
+      )}
     </Layout>
   );
 }

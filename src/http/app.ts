@@ -7,14 +7,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Container } from '../container.ts';
 import { AppError } from '../lib/errors.ts';
-import { registerApiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
-import { registerEventRoutes } from '../modules/events/events.routes.ts';
-import { registerWebhookRoutes } from '../modules/webhooks/webhooks.routes.ts';
-import { registerDashboard } from '../modules/dashboard/index.ts';
-import { registerDomainRoutes } from '../modules/domains/domains.routes.ts';
-import { registerSuppressionRoutes } from '../modules/suppressions/suppressions.routes.ts';
-import { registerTransmissionRoutes } from '../modules/transmissions/transmissions.routes.ts';
-import { registerSmtpCredentialRoutes } from '../modules/smtp-credentials/smtp-credentials.routes.ts';
+import { FEATURE_MODULES } from '../modules/index.ts';
 import { installErrorHandler, sendError } from './error-handler.ts';
 import type { RouteModule } from './route-module.ts';
 import { installInputGuard } from './input-guard.ts';
@@ -28,18 +21,8 @@ import { registerTenantLimitCache } from './tenant-limits.ts';
 
 export type App = FastifyInstance;
 
-/** Feature routes register here; later modules append to this list. */
+/** Feature routes are listed in src/modules/index.ts (FEATURE_MODULES), not here. */
 export type { RouteModule } from './route-module.ts';
-const ROUTE_MODULES: RouteModule[] = [
-  registerApiKeyRoutes,
-  registerSmtpCredentialRoutes,
-  registerSuppressionRoutes,
-  registerTransmissionRoutes,
-  registerEventRoutes,
-  registerWebhookRoutes,
-  registerDomainRoutes,
-  registerDashboard,
-];
 
 function makeAjv(coerce: boolean) {
   // Bodies are never coerced ("5" stays a string and fails an integer rule); queries are.
@@ -172,7 +155,7 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
 
   // Route modules get the TypeBox-typed view of the same instance (types only; Ajv as above).
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
-  for (const mod of [...ROUTE_MODULES, ...extraModules]) await mod(typed, c);
+  for (const mod of [...FEATURE_MODULES, ...extraModules]) await mod(typed, c);
 
   app.setNotFoundHandler(async (req, reply) => {
     const path = req.url.split('?')[0] ?? '/';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.ts';
-import { openApiToFastify, PUBLIC_V1_ROUTES, ROUTES, routeName } from '../helpers/route-catalog.ts';
+import { CATALOG_FILES, openApiToFastify, PUBLIC_V1_ROUTES, ROUTES, routeName } from '../helpers/route-catalog.ts';
 import { defineCrossNodeRevocation, defineSecuritySuite } from '../helpers/security-suite.ts';
 
 defineSecuritySuite(ROUTES);
@@ -53,7 +53,7 @@ describe('route catalog coverage', () => {
     }
     const catalog = ROUTES.map(routeName);
     const missing = documented.filter((r) => !catalog.includes(r));
-    expect(missing, 'routes missing from test/helpers/route-catalog.ts').toEqual([]);
+    expect(missing, `routes missing from the route catalog (${CATALOG_FILES})`).toEqual([]);
     expect(documented.length).toBeGreaterThanOrEqual(catalog.length);
   });
 
@@ -63,7 +63,10 @@ describe('route catalog coverage', () => {
       .map((r) => `${r.method} ${r.path}`);
     expect(served.length).toBeGreaterThan(0);
     const known = [...ROUTES.map(routeName), ...PUBLIC_V1_ROUTES.map(routeName)];
-    expect(served.filter((r) => !known.includes(r))).toEqual([]);
+    expect(
+      served.filter((r) => !known.includes(r)),
+      `routes missing from ${CATALOG_FILES}`,
+    ).toEqual([]);
   });
 
   it('has no stale entries: every catalog route exists', () => {

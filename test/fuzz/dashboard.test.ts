@@ -9,15 +9,12 @@ import { SCOPES } from '../../src/modules/api-keys/scopes.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from '../../src/modules/webhooks/webhooks.schema.ts';
 import { type DashUser, signedInUser } from '../dashboard/helpers.ts';
 import type { TestContext, TestTenant } from '../helpers/context.ts';
-import {
-  apiKeyId,
-  type MakeId,
-  messageId,
-  sendingDomainId,
-  smtpCredentialId,
-  transmissionId,
-  webhookId,
-} from '../helpers/route-catalog.ts';
+import { apiKeyId } from '../api-keys/routes.ts';
+import { sendingDomainId } from '../domains/routes.ts';
+import type { MakeId } from '../helpers/route-spec.ts';
+import { smtpCredentialId } from '../smtp-credentials/routes.ts';
+import { messageId, transmissionId } from '../transmissions/routes.ts';
+import { webhookId } from '../webhooks/routes.ts';
 import { suppressionId } from '../suppressions/routes.ts';
 import { headerValue, nastyString, pct, queryString, toJson } from './arbitraries.ts';
 import { nearValid, rawJsonText, type Schema } from './schema-arb.ts';

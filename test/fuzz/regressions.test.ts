@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedInUser } from '../dashboard/helpers.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
-import { webhookId } from '../helpers/route-catalog.ts';
+import { webhookId } from '../webhooks/routes.ts';
 import { checkAnswer } from './harness.ts';
 import { expectContractError, parseResponse, rawExchange } from './raw-http.ts';
 

@@ -8,15 +8,12 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashClient, PASSWORD } from '../dashboard/helpers.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
-import {
-  apiKeyId,
-  type MakeId,
-  messageId,
-  sendingDomainId,
-  smtpCredentialId,
-  transmissionId,
-  webhookId,
-} from '../helpers/route-catalog.ts';
+import { apiKeyId } from '../api-keys/routes.ts';
+import { sendingDomainId } from '../domains/routes.ts';
+import type { MakeId } from '../helpers/route-spec.ts';
+import { smtpCredentialId } from '../smtp-credentials/routes.ts';
+import { messageId, transmissionId } from '../transmissions/routes.ts';
+import { webhookId } from '../webhooks/routes.ts';
 import { suppressionId } from '../suppressions/routes.ts';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';

@@ -1,8 +1,8 @@
 /**
- * Route-catalog entries for the suppressions routes (test/helpers/route-catalog.ts format), so the
- * shared security suite can run over them. The central catalog can spread SUPPRESSION_ROUTES in.
+ * Route-catalog entries of /v1/suppressions (collected by test/helpers/route-catalog.ts), so the
+ * shared security suite runs over them.
  */
-import type { MakeId, RouteSpec } from '../helpers/route-catalog.ts';
+import type { MakeId, RouteSpec } from '../helpers/route-spec.ts';
 import { csvUpload } from './multipart.ts';
 
 const SUP = ['manage:suppressions'];

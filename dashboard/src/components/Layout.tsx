@@ -1,21 +1,19 @@
 import { type ReactNode, useEffect, useState } from 'react';
+import { DASHBOARD_PAGES, pathPattern } from '../../../src/modules/dashboard/page-list.ts';
 import { Link } from '../lib/router.tsx';
 import type { Session } from '../lib/types.ts';
 
-const NAV: { to: string; label: string; group?: string }[] = [
-  { to: '/', label: 'Overview' },
-  { to: '/activity', label: 'Activity' },
-  { to: '/suppressions', label: 'Suppressions' },
-  { to: '/domains', label: 'Sending domains' },
-  { to: '/settings/api-keys', label: 'API keys', group: 'Settings' },
-  { to: '/settings/smtp', label: 'SMTP credentials', group: 'Settings' },
-  { to: '/settings/webhooks', label: 'Webhooks', group: 'Settings' },
-  { to: '/settings/account', label: 'Account', group: 'Settings' },
-];
+type NavEntry = { to: string; label: string; group?: string };
+
+/** The navigation: the pages of page-list.ts that carry a `nav` label, in list order. */
+const NAV: NavEntry[] = DASHBOARD_PAGES.flatMap((p) => ('nav' in p ? [{ to: p.path, ...p.nav }] : []));
+/** Pages outside the navigation, by the entry shown as current for them (/messages/:id -> /activity). */
+const CHILDREN = DASHBOARD_PAGES.flatMap((p) =>
+  'navParent' in p ? [{ parent: p.navParent, re: pathPattern(p.path, '[^/]+') }] : [],
+);
 
 function isCurrent(path: string, to: string): boolean {
-  if (to === '/activity') return path === '/activity' || path.startsWith('/messages/');
-  return path === to;
+  return path === to || CHILDREN.some((c) => c.parent === to && c.re.test(path));
 }
 
 export function Layout({
@@ -34,7 +32,7 @@ export function Layout({
   useEffect(() => setMenuOpen(false), [path]);
   const main = NAV.filter((n) => !n.group);
   const settings = NAV.filter((n) => n.group === 'Settings');
-  const link = (n: (typeof NAV)[number]) => (
+  const link = (n: NavEntry) => (
     <li key={n.to}>
       <Link to={n.to} aria-current={isCurrent(path, n.to) ? 'page' : undefined}>
         {n.label}

@@ -1,6 +1,7 @@
 import { type AnchorHTMLAttributes, type MouseEvent, useSyncExternalStore } from 'react';
+import { DASHBOARD_PAGES, type PageName, pathPattern } from '../../../src/modules/dashboard/page-list.ts';
 
-/** A tiny history-API router: the page paths are few and fixed (docs/dashboard.md "Pages"). */
+/** A tiny history-API router over the fixed page list (src/modules/dashboard/page-list.ts). */
 const listeners = new Set<() => void>();
 
 function notify() {
@@ -42,39 +43,25 @@ export function safeNext(raw: string | null): string {
   return raw;
 }
 
-export type Route =
-  | {
-      page:
-        | 'overview'
-        | 'activity'
-        | 'api-keys'
-        | 'smtp'
-        | 'webhooks'
-        | 'account'
-        | 'suppressions'
-        | 'domains'
-        | 'login';
-    }
-  | { page: 'message'; id: string }
-  | { page: 'not-found' };
+/** The page at a path, with its path parameters (decoded), or not-found. */
+export type Route = { page: PageName; params: Record<string, string> } | { page: 'not-found' };
 
-const STATIC: Record<string, Route['page']> = {
-  '/': 'overview',
-  '/login': 'login',
-  '/activity': 'activity',
-  '/settings/api-keys': 'api-keys',
-  '/settings/smtp': 'smtp',
-  '/settings/webhooks': 'webhooks',
-  '/settings/account': 'account',
-  '/suppressions': 'suppressions',
-  '/domains': 'domains',
-};
+const MATCHERS = DASHBOARD_PAGES.map((p) => ({
+  page: p.page,
+  names: [...p.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] ?? ''),
+  re: pathPattern(p.path, '[^/]+'),
+}));
 
 export function matchRoute(path: string): Route {
-  const page = STATIC[path];
-  if (page && page !== 'message' && page !== 'not-found') return { page };
-  const m = /^\/messages\/([^/]+)$/.exec(path);
-  if (m?.[1]) return { page: 'message', id: decodeURIComponent(m[1]) };
+  for (const m of MATCHERS) {
+    const found = m.re.exec(path);
+    if (!found) continue;
+    const params: Record<string, string> = {};
+    m.names.forEach((name, i) => {
+      params[name] = decodeURIComponent(found[i + 1] ?? '');
+    });
+    return { page: m.page, params };
+  }
   return { page: 'not-found' };
 }
 

@@ -4,23 +4,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { DASHBOARD_PAGES } from './page-list.ts';
 
 /** Where `npm run build:dashboard` writes the single-page app. */
 export const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../../dashboard/dist/', import.meta.url));
-
-/** Every page path (docs/dashboard.md "Pages"); anything else stays a 404. */
-export const PAGE_ROUTES = [
-  '/',
-  '/login',
-  '/activity',
-  '/messages/:id',
-  '/settings/api-keys',
-  '/settings/smtp',
-  '/settings/webhooks',
-  '/settings/account',
-  '/suppressions',
-  '/domains',
-] as const;
 
 /**
  * Strict by default: only our own bundle runs, and the pages cannot be framed. React sets style
@@ -83,7 +70,8 @@ export async function registerDashboardPages(app: FastifyInstance, distDir: stri
     }
     return reply.type('text/html; charset=utf-8').send(html);
   };
-  for (const path of PAGE_ROUTES) {
+  // Every page of page-list.ts (docs/dashboard.md "Pages"); anything else stays a 404.
+  for (const { path } of DASHBOARD_PAGES) {
     app.get(path, { config: { public: true, dashboard: 'page' }, schema: { hide: true } }, handler);
   }
 }

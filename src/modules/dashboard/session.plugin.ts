@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBase62, safeEqual } from '../../lib/crypto.ts';
 import type { DashboardAccounts, SessionInfo, StartedSession } from './accounts.service.ts';
+import { DASHBOARD_PAGES, pathPattern } from './page-list.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -22,23 +23,17 @@ export const CSRF_HEADER = 'x-csrf-token';
 const TOKEN_RE = /^[0-9A-Za-z]{20,128}$/;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** Pages a signed-out visit may be sent back to after sign-in (no open redirects). */
-export const PAGE_PATHS = [
-  '/',
-  '/activity',
-  '/settings/api-keys',
-  '/settings/smtp',
-  '/settings/webhooks',
-  '/settings/account',
-  '/suppressions',
-  '/domains',
-] as const;
+/**
+ * Pages a signed-out visit may be sent back to after sign-in (no open redirects): every page of
+ * page-list.ts but the sign-in page, a path parameter being 1-64 letters, digits or dashes.
+ */
+const NEXT_PAGES = DASHBOARD_PAGES.filter((p) => !('signedOut' in p)).map((p) =>
+  pathPattern(p.path, '[0-9A-Za-z-]{1,64}'),
+);
 
 export function safeNext(raw: unknown): string {
   if (typeof raw !== 'string') return '/';
-  if ((PAGE_PATHS as readonly string[]).includes(raw)) return raw;
-  if (/^\/messages\/[0-9A-Za-z-]{1,64}$/.test(raw)) return raw;
-  return '/';
+  return NEXT_PAGES.some((re) => re.test(raw)) ? raw : '/';
 }
 
 export function parseCookies(header: string | undefined): Record<string, string> {

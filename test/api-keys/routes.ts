@@ -1,0 +1,13 @@
+/** Route-catalog entries of /v1/api-keys (collected by test/helpers/route-catalog.ts). */
+import { createVia, type MakeId, type RouteSpec } from '../helpers/route-spec.ts';
+
+const KEYS = ['manage:api-keys'];
+
+export const apiKeyId: MakeId = (ctx, t) =>
+  createVia(ctx, t, '/v1/api-keys', { name: 'target', scopes: ['read:events'] });
+
+export const API_KEY_ROUTES: RouteSpec[] = [
+  { method: 'POST', path: '/v1/api-keys', scopes: KEYS, sampleBody: { name: 'k', scopes: ['manage:api-keys'] } },
+  { method: 'GET', path: '/v1/api-keys', scopes: KEYS },
+  { method: 'DELETE', path: '/v1/api-keys/:id', scopes: KEYS, makeId: apiKeyId },
+];

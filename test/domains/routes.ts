@@ -1,0 +1,15 @@
+/** Route-catalog entries of /v1/sending-domains (collected by test/helpers/route-catalog.ts). */
+import { createVia, type MakeId, type RouteSpec } from '../helpers/route-spec.ts';
+
+const DOMAINS = ['manage:sending-domains'];
+
+export const sendingDomainId: MakeId = (ctx, t) =>
+  createVia(ctx, t, '/v1/sending-domains', { domain: `d${Math.random().toString(36).slice(2, 10)}.example.test` });
+
+export const DOMAIN_ROUTES: RouteSpec[] = [
+  { method: 'POST', path: '/v1/sending-domains', scopes: DOMAINS, sampleBody: { domain: 'catalog.example.test' } },
+  { method: 'GET', path: '/v1/sending-domains', scopes: DOMAINS },
+  { method: 'GET', path: '/v1/sending-domains/:id', scopes: DOMAINS, makeId: sendingDomainId },
+  { method: 'DELETE', path: '/v1/sending-domains/:id', scopes: DOMAINS, makeId: sendingDomainId },
+  { method: 'POST', path: '/v1/sending-domains/:id/verify', scopes: DOMAINS, makeId: sendingDomainId },
+];
