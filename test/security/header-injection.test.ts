@@ -12,7 +12,7 @@ import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MessagesTable } from '../../src/db/schema.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { renderMessage } from '../../src/modules/delivery/render/renderer.ts';
+import { forDelivery, renderMessage } from '../../src/modules/delivery/render/renderer.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 const INJECT = '\r\nBcc: victim@evil.test\r\nX-Injected: yes';
@@ -87,11 +87,7 @@ describe('substitution data cannot add headers to the rendered message', () => {
       .where('transmission_id', '=', txId)
       .executeTakeFirstOrThrow()) as MessagesTable;
     const tx = await db.selectFrom('transmissions').selectAll().where('id', '=', txId).executeTakeFirstOrThrow();
-    const rendered = await renderMessage(
-      msg,
-      { id: tx.id, content: JSON.parse(tx.content), raw: null, options: {} },
-      null,
-    );
+    const rendered = await renderMessage(msg, forDelivery(tx), null);
     const raw = rendered.raw.toString('utf8');
     const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
     // Every header line is a header field or a folded continuation; none is the smuggled one.

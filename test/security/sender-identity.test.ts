@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkMailbox, formatMailbox } from '../../src/lib/email.ts';
-import { renderMessage } from '../../src/modules/delivery/render/renderer.ts';
+import { forDelivery, renderMessage } from '../../src/modules/delivery/render/renderer.ts';
 import { addDomain, BOUNCE_HOST, publish, verifyDomain } from '../domains/helpers.ts';
 import { call, createTenant, type TestTenant } from '../helpers/context.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
@@ -76,7 +76,7 @@ async function renderStored(transmissionId: string) {
     .selectAll()
     .where('transmission_id', '=', transmissionId)
     .executeTakeFirstOrThrow();
-  return renderMessage(msg, { id: tx.id, content: JSON.parse(tx.content), raw: null, options: {} }, null);
+  return renderMessage(msg, forDelivery(tx), null);
 }
 
 describe('HTTP API: content.from and content.reply_to are one checked mailbox', () => {

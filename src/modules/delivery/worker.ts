@@ -2,16 +2,19 @@ import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
-import { parseMailbox } from '../../lib/email.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
-import type { StoredContent } from '../transmissions/transmissions.validate.ts';
 import { attemptRecord, deferral, type OutcomeContext, outcomeOf, routeFailureOutcome } from './attempt-outcome.ts';
 import { connectRoute, type Route, type RoutingOptions, routeFor, SiteSlots } from './destination.ts';
 import type { Outcome } from './outcomes.ts';
 import { claimDueMessages, loadTransmission } from './queue.repo.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
 import { inlineRenderer, type Renderer } from './render/render-pool.ts';
-import type { RenderedMessage, SigningKeyLookup, TransmissionForDelivery } from './render/renderer.ts';
+import {
+  forDelivery,
+  type RenderedMessage,
+  type SigningKeyLookup,
+  type TransmissionForDelivery,
+} from './render/renderer.ts';
 import type { SmtpTimeouts } from './smtp/smtp-client.ts';
 
 export interface DeliveryWorkerOptions {
@@ -158,10 +161,7 @@ export class DeliveryWorker {
     const row = await loadTransmission(this.o.database.db, msg.tenant_id, msg.transmission_id);
     if (!row) return null;
     const tx = {
-      id: row.id,
-      content: JSON.parse(row.content) as StoredContent,
-      raw: row.raw_message ? Buffer.from(row.raw_message, 'base64') : null,
-      options: JSON.parse(row.options) as { sandbox?: boolean },
+      ...forDelivery(row),
       mailType: row.mail_type,
       tags: JSON.parse(row.tags) as string[],
       createdAtMs: Date.parse(row.created_at),
@@ -321,10 +321,9 @@ export class DeliveryWorker {
   /** Builds and signs a message; a message that cannot be built fails (null). */
   private async render(job: Job): Promise<RenderedMessage | null> {
     try {
-      const fromDomain = parseMailbox(job.tx.content.from)?.email.split('@')[1] ?? '';
-      const key = await this.o.signingKey(job.msg.tenant_id, fromDomain);
-      const { id, content, raw, options } = job.tx;
-      return await this.o.renderer.render({ msg: job.msg, tx: { id, content, raw, options }, key });
+      const { id, content, raw, options, fromDomain } = job.tx;
+      const key = await this.o.signingKey(job.msg.tenant_id, fromDomain ?? '');
+      return await this.o.renderer.render({ msg: job.msg, tx: { id, content, raw, options, fromDomain }, key });
     } catch (err) {
       this.o.logger.error({ err, message: job.msg.id }, 'message could not be rendered');
       this.complete({

@@ -18,7 +18,8 @@ import {
   listTransmissionMessages,
 } from './transmissions.repo.ts';
 import type { AcceptedTransmission, MessageView, TransmissionView } from './transmissions.schema.ts';
-import type { AcceptInput, StoredContent } from './transmissions.validate.ts';
+import { parseStoredContent } from '../content/stored-content.ts';
+import type { AcceptInput } from './transmissions.validate.ts';
 
 export type AcceptResult = Static<typeof AcceptedTransmission>;
 
@@ -141,7 +142,7 @@ export class TransmissionsService {
   async get(tenantId: string, id: string): Promise<Static<typeof TransmissionView>> {
     const t = await findTransmission(this.db, tenantId, id);
     if (!t) throw notFound('Transmission');
-    const content = JSON.parse(t.content) as StoredContent;
+    const content = parseStoredContent(t.content);
     const messages = await listTransmissionMessages(this.db, tenantId, id);
     return {
       id: t.id,

@@ -9,29 +9,10 @@ import {
 } from '../../lib/email.ts';
 import { validationError } from '../../lib/errors.ts';
 import { Pacer } from '../../lib/pacer.ts';
-import { HEADER_NAME, RESERVED_HEADERS } from '../delivery/render/mime.ts';
+import { HEADER_NAME, RESERVED_HEADERS, type StoredContent } from '../content/stored-content.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
 
 export type TransmissionRequest = Static<typeof TransmissionBody>;
-
-export interface StoredAttachment {
-  filename: string;
-  content_type: string;
-  /** base64 */
-  data: string;
-}
-
-/** What is persisted as transmissions.content (JSON). */
-export interface StoredContent {
-  subject: string | null;
-  from: string;
-  reply_to: string | null;
-  text: string | null;
-  html: string | null;
-  headers: Record<string, string>;
-  attachments: StoredAttachment[];
-  template_id: string | null;
-}
 
 export interface AcceptRecipient {
   email: string;

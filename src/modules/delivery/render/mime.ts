@@ -9,13 +9,14 @@
  *   into the options must never make the worker read the disk or fetch from the network.
  * - Custom headers cannot replace the structure or identity of the message (Content-Type,
  *   From, Message-ID, DKIM-Signature, ...): those are dropped here as defence in depth; the API
- *   is expected to refuse them earlier with 422, using isReservedHeader().
+ *   is expected to refuse them earlier with 422 (the rules: content/stored-content.ts).
  * - substitute() is deliberately tiny: `{{ name }}` or `{{ a.b }}`, missing values become '',
  *   HTML-escaped when asked. No logic, no raw output, no prototype walking.
  */
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { parseMailbox } from '../../../lib/email.ts';
 import { textToCrlf, toCrlf } from '../../../lib/line-ends.ts';
+import { isReservedHeader } from '../../content/stored-content.ts';
 
 export interface MessageAttachment {
   filename: string;
@@ -41,40 +42,6 @@ export interface BuildMessageInput {
   listUnsubscribe?: string;
   /** Adds `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058); default false. */
   listUnsubscribeOneClick?: boolean;
-}
-
-/**
- * Headers a caller may not set: they define the message's structure, identity or route. The
- * API refuses them with 422 (transmissions.validate.ts) and buildMessage drops them as a backstop.
- */
-export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
-  'from',
-  'to',
-  'cc',
-  'bcc',
-  'sender',
-  'reply-to',
-  'subject',
-  'date',
-  'message-id',
-  'mime-version',
-  'content-type',
-  'content-transfer-encoding',
-  'content-disposition',
-  'dkim-signature',
-  'return-path',
-  'received',
-  'list-unsubscribe',
-  'list-unsubscribe-post',
-  'x-postyard-options',
-]);
-
-/** RFC 5322 field-name: printable ASCII except ':'. */
-export const HEADER_NAME = /^[!-9;-~]+$/;
-
-/** True when `name` is not a valid header name or is one the system sets itself. */
-export function isReservedHeader(name: string): boolean {
-  return !HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase());
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point

@@ -59,6 +59,7 @@ function request(i: number): RenderRequest {
       },
       raw: null,
       options: {},
+      fromDomain: 'mail.example.com',
     },
     key: {
       domainName: 'mail.example.com',

@@ -1,7 +1,6 @@
-import type { MessagesTable } from '../../../db/schema.ts';
-import { parseMailbox } from '../../../lib/email.ts';
+import type { MessagesTable, TransmissionsTable } from '../../../db/schema.ts';
 import { toCrlf } from '../../../lib/line-ends.ts';
-import type { StoredContent } from '../../transmissions/transmissions.validate.ts';
+import { fromDomainOf, parseStoredContent, type StoredContent } from '../../content/stored-content.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
 import { fromSharedBody, type SharedInput, sharedContent } from './shared-body.ts';
 import { buildMessage, substitute } from './mime.ts';
@@ -25,6 +24,22 @@ export interface TransmissionForDelivery {
    */
   raw: Uint8Array | null;
   options: { sandbox?: boolean };
+  /** fromDomainOf(content), decided once per transmission (content/stored-content.ts). */
+  fromDomain: string | null;
+}
+
+/** A transmissions row as the renderer takes it: content parsed and the From domain decided, once. */
+export function forDelivery(
+  row: Pick<TransmissionsTable, 'id' | 'content' | 'raw_message' | 'options'>,
+): TransmissionForDelivery {
+  const content = parseStoredContent(row.content);
+  return {
+    id: row.id,
+    content,
+    raw: row.raw_message ? Buffer.from(row.raw_message, 'base64') : null,
+    options: JSON.parse(row.options) as { sandbox?: boolean },
+    fromDomain: fromDomainOf(content),
+  };
 }
 
 /** Everything a render needs, as plain data (it crosses to a render thread by structured clone). */
@@ -73,8 +88,7 @@ export async function renderMessage(
   tx: TransmissionForDelivery,
   key: SigningKey | null,
 ): Promise<RenderedMessage> {
-  const from = parseMailbox(tx.content.from);
-  const fromDomain = from?.email.split('@')[1] ?? 'localhost';
+  const fromDomain = tx.fromDomain ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
   const returnPathDomain = key?.returnPathDomain ?? fromDomain;
   const envelopeFrom = `bounces+${msg.id}@${returnPathDomain}`;

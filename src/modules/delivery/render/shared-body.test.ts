@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type DkimVerifier, startDkimVerifier } from '../../../../test/peers/dkim-verifier.ts';
 import type { MessagesTable } from '../../../db/schema.ts';
-import type { StoredContent } from '../../transmissions/transmissions.validate.ts';
+import { fromDomainOf, type StoredContent } from '../../content/stored-content.ts';
 import { generateDkimKeyPair } from './dkim.ts';
 import { buildMessage } from './mime.ts';
 import { clearSharedBodies, fromSharedBody, type SharedInput, sharedContent } from './shared-body.ts';
@@ -105,7 +105,7 @@ describe('renderMessage with a shared body', () => {
   };
 
   it("signs each recipient's message so that an independent verifier accepts it", async () => {
-    const tx = { id: 'tx-3', content, raw: null, options: {} };
+    const tx = { id: 'tx-3', content, raw: null, options: {}, fromDomain: fromDomainOf(content) };
     for (const [id, rcpt] of [
       ['0193a1b2-0000-7000-8000-000000000001', 'ann@example.net'],
       ['0193a1b2-0000-7000-8000-000000000002', 'bob@example.net'],

@@ -1,0 +1,75 @@
+/**
+ * The stored content format: what `transmissions.content` holds (JSON), written by the accept
+ * path (transmissions, SMTP submission) and read by delivery (render) and the API views. One
+ * owner, so the writer and the readers cannot drift apart; the header-name rules live here too,
+ * since the accept path refuses what the renderer would otherwise drop (docs/api.md
+ * "content.headers").
+ */
+import { parseMailbox } from '../../lib/email.ts';
+
+export interface StoredAttachment {
+  filename: string;
+  content_type: string;
+  /** base64 */
+  data: string;
+}
+
+/** What is persisted as transmissions.content (JSON). */
+export interface StoredContent {
+  subject: string | null;
+  from: string;
+  reply_to: string | null;
+  text: string | null;
+  html: string | null;
+  headers: Record<string, string>;
+  attachments: StoredAttachment[];
+  template_id: string | null;
+}
+
+/** A `transmissions.content` column value, as written by the accept path. */
+export function parseStoredContent(json: string): StoredContent {
+  return JSON.parse(json) as StoredContent;
+}
+
+/**
+ * The domain of the From address (null when it has none). Delivery decides it once per
+ * transmission, when the transmission is loaded, and uses it for the Message-ID, the Return-Path
+ * fallback and the signing-key lookup of every message.
+ */
+export function fromDomainOf(content: Pick<StoredContent, 'from'>): string | null {
+  return parseMailbox(content.from)?.email.split('@')[1] ?? null;
+}
+
+/**
+ * Headers a caller may not set: they define the message's structure, identity or route. The
+ * API refuses them with 422 (transmissions.validate.ts) and buildMessage drops them as a backstop.
+ */
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'sender',
+  'reply-to',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'content-disposition',
+  'dkim-signature',
+  'return-path',
+  'received',
+  'list-unsubscribe',
+  'list-unsubscribe-post',
+  'x-postyard-options',
+]);
+
+/** RFC 5322 field-name: printable ASCII except ':'. */
+export const HEADER_NAME = /^[!-9;-~]+$/;
+
+/** True when `name` is not a valid header name or is one the system sets itself. */
+export function isReservedHeader(name: string): boolean {
+  return !HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase());
+}
