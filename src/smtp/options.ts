@@ -8,16 +8,37 @@ export interface SubmissionOptions {
   metadata: Record<string, string>;
   mailType: 'transactional' | 'marketing';
   idempotencyKey: string | undefined;
+  /** A stored template for the message's content (docs/templates.md "Over SMTP"). */
+  templateId: string | undefined;
+  useDraft: boolean;
+  /** Data for the template (over its defaults). */
+  substitutionData: Record<string, unknown> | undefined;
 }
 
 export const OPTIONS_HEADER = 'x-postyard-options';
-const KNOWN = new Set(['tags', 'metadata', 'mail_type', 'idempotency_key']);
+const KNOWN = new Set([
+  'tags',
+  'metadata',
+  'mail_type',
+  'idempotency_key',
+  'template_id',
+  'use_draft',
+  'substitution_data',
+]);
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 const fail = (text: string) => reply.malformed(`X-Postyard-Options: ${text}`);
 
 export function parseOptions(value: string | undefined): SubmissionOptions {
-  const out: SubmissionOptions = { tags: [], metadata: {}, mailType: 'transactional', idempotencyKey: undefined };
+  const out: SubmissionOptions = {
+    tags: [],
+    metadata: {},
+    mailType: 'transactional',
+    idempotencyKey: undefined,
+    templateId: undefined,
+    useDraft: false,
+    substitutionData: undefined,
+  };
   if (value === undefined || value.trim() === '') return out;
   let parsed: unknown;
   try {
@@ -70,6 +91,22 @@ export function parseOptions(value: string | undefined): SubmissionOptions {
       throw fail('idempotency_key must be 1-255 printable ASCII characters');
     }
     out.idempotencyKey = o.idempotency_key;
+  }
+
+  if (o.template_id !== undefined) {
+    if (typeof o.template_id !== 'string' || o.template_id.length < 1 || o.template_id.length > 64)
+      throw fail('template_id must be a template id');
+    out.templateId = o.template_id;
+  }
+  if (o.use_draft !== undefined) {
+    if (typeof o.use_draft !== 'boolean') throw fail('use_draft must be true or false');
+    out.useDraft = o.use_draft;
+  }
+  if (o.substitution_data !== undefined) {
+    const d = o.substitution_data;
+    if (!d || typeof d !== 'object' || Array.isArray(d)) throw fail('substitution_data must be a JSON object');
+    if (Object.keys(d).length > 200) throw fail('substitution_data may hold at most 200 keys');
+    out.substitutionData = d as Record<string, unknown>;
   }
   return out;
 }

@@ -16,6 +16,7 @@ import { newId } from '../lib/ids.ts';
 import { toCrlf } from '../lib/line-ends.ts';
 import type { AcceptResult } from '../modules/transmissions/transmissions.service.ts';
 import type { AcceptInput } from '../modules/transmissions/transmissions.validate.ts';
+import { applyTemplateToSubmission } from '../modules/templates/send-content.ts';
 import {
   countHeader,
   findHeader,
@@ -45,6 +46,8 @@ export interface PreparedSubmission {
   idempotencyKey: string | undefined;
   /** What "the same request" means for the idempotency key (see fingerprint()). */
   fingerprint: unknown;
+  /** X-Postyard-Options `template_id`: the content comes from this stored template. */
+  template: { id: string; useDraft: boolean; data: Record<string, unknown> | undefined } | null;
 }
 
 /** Idempotency scope of SMTP submissions: keys never collide with the HTTP API's. */
@@ -187,6 +190,9 @@ export function prepareSubmission(received: Buffer, envelope: Envelope): Prepare
     input,
     idempotencyKey: options.idempotencyKey,
     fingerprint: options.idempotencyKey ? fingerprint(raw, h, envelope, options) : null,
+    template: options.templateId
+      ? { id: options.templateId, useDraft: options.useDraft, data: options.substitutionData }
+      : null,
   };
 }
 
@@ -205,6 +211,11 @@ export interface Submitted {
  */
 export async function submitMessage(c: Container, user: SmtpUser, raw: Buffer, envelope: Envelope): Promise<Submitted> {
   const prepared = prepareSubmission(raw, envelope);
+  if (prepared.template) {
+    const { id, useDraft, data } = prepared.template;
+    const template = await c.templates.forSend(user.tenantId, id, useDraft);
+    prepared.input = applyTemplateToSubmission(prepared.input, id, template, data);
+  }
   const res = await c.idempotency.execute(
     { tenantId: user.tenantId, scope: IDEMPOTENCY_SCOPE, key: prepared.idempotencyKey, body: prepared.fingerprint },
     async (trx) => ({ status: 202, body: await c.transmissions.accept(trx, user.tenantId, prepared.input) }),

@@ -24,6 +24,10 @@ export interface StoredContent {
   headers: Record<string, string>;
   attachments: StoredAttachment[];
   template_id: string | null;
+  /** With template_id: the version copied into this content (docs/templates.md "Sending"). */
+  template_version?: number | null;
+  /** Transmission `substitution_data` over the template's defaults; each recipient's goes over it. */
+  substitution_data?: Record<string, unknown> | null;
 }
 
 /** A `transmissions.content` column value, as written by the accept path. */

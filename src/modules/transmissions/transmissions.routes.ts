@@ -29,7 +29,10 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
       // Parsing and schema checks of a big body ran just before, in the same stretch: let the
       // event loop breathe before the semantic checks (issue 13: 10,000 recipients).
       if (Number(req.headers['content-length'] ?? 0) > BIG_BODY_BYTES) await yieldToLoop();
-      const input = await validateTransmission(req.body, tenant.default_from);
+      const { template_id: templateId, use_draft: useDraft } = req.body.content;
+      const template =
+        templateId === undefined ? undefined : await c.templates.forSend(auth.tenantId, templateId, useDraft ?? false);
+      const input = await validateTransmission(req.body, tenant.default_from, undefined, template);
       return replyIdempotent(
         c,
         req,

@@ -34,14 +34,16 @@ export const Attachment = Type.Object(
 
 export const Content = Type.Object(
   {
-    subject: Type.String({ minLength: 1, maxLength: 998 }),
+    // Required unless template_id is given (checked in transmissions.validate.ts).
+    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998 })),
     text: Type.Optional(Type.String()),
     html: Type.Optional(Type.String()),
     from: Type.Optional(Type.String({ maxLength: 512 })),
     reply_to: Type.Optional(Type.String({ maxLength: 512 })),
     headers: Type.Optional(StringMap(50)),
     attachments: Type.Optional(Type.Array(Attachment, { maxItems: 50 })),
-    template_id: Type.Optional(Type.String({ maxLength: 64 })),
+    template_id: Type.Optional(Type.String({ maxLength: 64, description: 'A stored template (docs/templates.md)' })),
+    use_draft: Type.Optional(Type.Boolean({ description: "With template_id: send the template's draft version" })),
   },
   { additionalProperties: false },
 );
@@ -63,6 +65,8 @@ export const TransmissionBody = Type.Object(
   {
     recipients: Type.Array(Recipient, { minItems: 1, maxItems: MAX_RECIPIENTS }),
     content: Content,
+    /** Data for every recipient, under each recipient's own (docs/templates.md "Data precedence"). */
+    substitution_data: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 200 })),
     options: Type.Optional(Options),
   },
   { additionalProperties: false },

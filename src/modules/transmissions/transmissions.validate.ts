@@ -9,6 +9,8 @@ import {
 } from '../../lib/email.ts';
 import { validationError } from '../../lib/errors.ts';
 import { Pacer } from '../../lib/pacer.ts';
+import { effectiveContent, sendProblems, storedTemplateFields } from '../templates/send-content.ts';
+import type { TemplateForSend } from '../templates/templates.service.ts';
 import { HEADER_NAME, RESERVED_HEADERS, type StoredContent } from '../content/stored-content.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
 
@@ -60,9 +62,12 @@ export async function validateTransmission(
   body: TransmissionRequest,
   defaultFrom: string | null,
   pace: Pacer = new Pacer(),
+  /** What content.template_id resolved to (null: unknown or unpublished); see send-content.ts. */
+  template?: TemplateForSend | null,
 ): Promise<AcceptInput> {
   const problems: Problem[] = [];
-  const c = body.content;
+  // With template_id: the template version's content, the request's from/reply_to/headers over it.
+  const c = effectiveContent(body.content, template);
   const o = body.options ?? {};
 
   // From and Reply-To are parsed once, here, by the parser the MIME builder uses; what is stored
@@ -84,11 +89,8 @@ export async function validateTransmission(
   if (c.text === undefined && c.html === undefined && c.template_id === undefined) {
     problems.push({ field: 'content', message: 'content needs one of text, html or template_id' });
   }
-  if (c.template_id !== undefined) {
-    // Stored templates are later work (docs/api.md "POST /v1/transmissions", `content.template_id`);
-    // no template id can exist yet.
-    problems.push({ field: 'content.template_id', message: 'template not found' });
-  }
+  // The template language: syntax of inline content, or what content.template_id resolved to.
+  problems.push(...sendProblems(body.content, template));
   for (const [name, value] of Object.entries(c.headers ?? {})) {
     const field = `content.headers.${name}`;
     if (!HEADER_NAME.test(name))
@@ -161,6 +163,7 @@ export async function validateTransmission(
         data: a.data.replace(/\s/g, ''),
       })),
       template_id: c.template_id ?? null,
+      ...storedTemplateFields(template, body.substitution_data),
     },
     rawMessage: null,
     mailType: o.mail_type ?? 'transactional',
