@@ -6,7 +6,9 @@ import { IdParams, PageQuery, pageQuery } from '../../http/schemas.ts';
 import { AppError } from '../../lib/errors.ts';
 import { SCOPES } from '../api-keys/scopes.ts';
 import { MAX_DESCRIPTION_CHARS, REASON_CATEGORIES, SUPPRESSION_TYPES } from '../suppressions/suppressions.service.ts';
-import { importCsv } from '../suppressions/suppressions.routes.ts';
+import { EventsQuery } from '../events/events.schema.ts';
+import { importCsv } from '../suppressions/csv-upload.ts';
+import { SuppressionsQuery } from '../suppressions/suppressions.schema.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from '../webhooks/webhooks.schema.ts';
 import { sessionOf } from './session.plugin.ts';
 import { overviewStats, RANGES, type RangeName } from './stats.ts';
@@ -22,20 +24,6 @@ const P = '/dashboard/api';
 const tenant = (req: FastifyRequest) => sessionOf(req).tenantId;
 const ListQuery = Type.Object(PageQuery);
 const DEFAULT_RANGE: RangeName = '7d';
-
-const EventsQuery = Type.Object(
-  {
-    ...PageQuery,
-    type: Type.Optional(Type.String({ maxLength: 500 })),
-    recipient: Type.Optional(Type.String({ maxLength: 320 })),
-    transmission_id: Type.Optional(Type.String({ maxLength: 64 })),
-    message_id: Type.Optional(Type.String({ maxLength: 64 })),
-    tag: Type.Optional(Type.String({ maxLength: 64 })),
-    from: Type.Optional(Type.String({ maxLength: 40 })),
-    to: Type.Optional(Type.String({ maxLength: 40 })),
-  },
-  { additionalProperties: false },
-);
 
 const SuppressionBody = Type.Object(
   {
@@ -164,12 +152,7 @@ export function registerDashboardApiRoutes(app: TypedApp, c: Container) {
       config,
       schema: {
         hide: true,
-        querystring: Type.Object({
-          ...PageQuery,
-          type: Type.Optional(Type.String({ enum: [...SUPPRESSION_TYPES] })),
-          reason_category: Type.Optional(Type.String({ enum: [...REASON_CATEGORIES] })),
-          identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
-        }),
+        querystring: SuppressionsQuery,
       },
     },
     async (req) => c.suppressions.list(tenant(req), pageQuery(req.query)),
