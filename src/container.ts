@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { type Config, resolveMasterKey } from './config.ts';
 import { type Database, migrateToLatest, openDatabase } from './db/index.ts';
+import { isPostgres } from './db/dialect.ts';
 import { GroupCommit } from './db/group-commit.ts';
 import { hmacSha256 } from './lib/crypto.ts';
 import { type NodeSelf, nodeSelf, resolveNodeId } from './lib/node-identity.ts';
@@ -91,7 +92,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis error'));
   const store: RateLimitStore = redis
     ? new RedisStore(redis)
-    : database.dialect === 'postgres'
+    : isPostgres(database)
       ? new DatabaseStore(database)
       : new MemoryStore();
 

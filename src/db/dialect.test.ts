@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dialectOf, dialectSql, isPostgres, shapedSql, sqlText } from './dialect.ts';
+import { dialectOf, dialectSql, isPostgres, shapedSql, sqliteFromNumbered, sqlText } from './dialect.ts';
 
 const pg = { dialect: 'postgres' } as const;
 const lite = { dialect: 'sqlite' } as const;
@@ -16,6 +16,14 @@ describe('dialect', () => {
     expect(sqlText(pg, s)).toBe('select $2 where $1');
     expect(sqlText(lite, s)).toBe('select ? where ?');
     expect(Object.isFrozen(s)).toBe(true);
+  });
+
+  it('derives the SQLite text and argument order from $N placeholders', () => {
+    const text = 'insert into t values ($1, $2, $1) on conflict do update set x = greatest(x, $3)';
+    expect(sqliteFromNumbered(text)).toEqual({
+      sqlite: 'insert into t values (?, ?, ?) on conflict do update set x = greatest(x, ?)',
+      sqliteArgs: [0, 1, 0, 2],
+    });
   });
 
   it('refuses sqliteArgs that do not match the placeholders', () => {

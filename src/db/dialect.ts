@@ -48,6 +48,21 @@ export function dialectSql<T extends DialectSql>(statement: T): Readonly<T> {
   return Object.freeze(statement);
 }
 
+/**
+ * The SQLite half of a statement written with PostgreSQL's `$N` placeholders: `?` in their place
+ * and the argument order to bind them in. For statements that differ only in placeholders (and
+ * whatever the caller substitutes before): `dialectSql({ postgres: t, ...sqliteFromNumbered(t) })`.
+ * The text must hold no `$` other than placeholders (our statements never quote one).
+ */
+export function sqliteFromNumbered(text: string): { sqlite: string; sqliteArgs: number[] } {
+  const sqliteArgs: number[] = [];
+  const sqlite = text.replace(/\$(\d+)/g, (_, n: string) => {
+    sqliteArgs.push(Number(n) - 1);
+    return '?';
+  });
+  return { sqlite, sqliteArgs };
+}
+
 /** The text of `statement` for the running dialect. */
 export function sqlText(on: DialectSource, statement: DialectSql): string {
   return isPostgres(on) ? statement.postgres : statement.sqlite;

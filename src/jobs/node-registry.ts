@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/index.ts';
+import { isPostgres } from '../db/dialect.ts';
 import type { NodesTable } from '../db/schema.ts';
 import { isoAt } from '../lib/clock.ts';
 import type { NodeSelf } from '../lib/node-identity.ts';
@@ -52,7 +53,7 @@ export class NodeMembership {
       .execute();
     const rows = await database.db.selectFrom('nodes').selectAll().execute();
     for (const row of rows) {
-      if (row.id !== self.holder && diedBefore(row, self, database.dialect)) await this.reap(row, 'previous run');
+      if (row.id !== self.holder && diedBefore(row, self, !isPostgres(database))) await this.reap(row, 'previous run');
     }
     this.timer = setInterval(() => {
       if (!this.ticking) this.ticking = this.tick().finally(() => (this.ticking = null));
@@ -148,12 +149,13 @@ export class NodeMembership {
  * - a run of the same node id: yes, unless it is a live process on this host (two processes
  *   sharing one data dir or id must not release each other's claims). A run of this id on
  *   another host was this node before it moved: node ids are unique per node (docs/operations.md);
- * - on SQLite (one host, one data file) also a run of any id whose process is gone from this host.
+ * - with a database on one host (SQLite: one data file, `oneHostDatabase`) also a run of any id
+ *   whose process is gone from this host.
  * Runs that cannot be judged so are left to the heartbeat timeout.
  */
-export function diedBefore(row: NodesTable, self: NodeSelf, dialect: Database['dialect']): boolean {
+export function diedBefore(row: NodesTable, self: NodeSelf, oneHostDatabase: boolean): boolean {
   const sameId = row.node_id === self.nodeId;
-  if (!sameId && dialect !== 'sqlite') return false;
+  if (!sameId && !oneHostDatabase) return false;
   if (row.host !== self.host) return sameId;
   return row.pid === self.pid || !processAlive(row.pid);
 }

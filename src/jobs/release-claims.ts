@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/executor.ts';
+import type { MessageState } from '../db/message-state.ts';
+import { RELEASED_STATE_SQL } from '../db/message-state.ts';
 import { isoAt } from '../lib/clock.ts';
 
 export interface Released {
@@ -21,7 +23,7 @@ export async function releaseClaimsOf(db: Executor, holder: string, nowMs = Date
   const messages = await db
     .updateTable('messages')
     .set({
-      state: sql<'queued' | 'deferred'>`case when attempt_count > 0 then 'deferred' else 'queued' end`,
+      state: sql.raw<MessageState>(RELEASED_STATE_SQL),
       next_attempt_at: now,
       locked_by: null,
       locked_until: null,

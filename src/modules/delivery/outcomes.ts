@@ -1,7 +1,8 @@
-import { CompiledQuery } from 'kysely';
+import { insertMany } from '../../db/batch.ts';
+import { isPostgres, runSql, shapedSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
-import { insertMany } from '../../db/batch.ts';
+import type { MessageState } from '../../db/message-state.ts';
 import type { DeliveryAttemptsTable, MessagesTable } from '../../db/schema.ts';
 import { isoAt, nowIso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
@@ -40,7 +41,8 @@ export type Outcome = MessageContext &
     | { kind: 'failed'; attempt: AttemptRecord | null; reason: string }
   );
 
-function eventFor(o: Outcome, attemptNo: number): NewEvent {
+/** The event an outcome reports (also used for asynchronous bounces, src/modules/inbound/). */
+export function eventFor(o: Outcome, attemptNo: number): NewEvent {
   const base = {
     tenantId: o.msg.tenant_id,
     transmissionId: o.msg.transmission_id,
@@ -48,7 +50,8 @@ function eventFor(o: Outcome, attemptNo: number): NewEvent {
     recipient: o.msg.recipient,
     mailType: o.mailType,
     tags: o.tags,
-    metadata: o.msg.metadata ? (JSON.parse(o.msg.metadata) as Record<string, string>) : {},
+    // The stored JSON text as is (NewEvent.metadata): no parse and re-serialization per event.
+    metadata: o.msg.metadata || '{}',
   };
   const a = o.attempt;
   switch (o.kind) {
@@ -92,7 +95,7 @@ function eventFor(o: Outcome, attemptNo: number): NewEvent {
   }
 }
 
-const STATE: Record<Outcome['kind'], string> = {
+const STATE: Record<Outcome['kind'], MessageState> = {
   delivered: 'delivered',
   bounced: 'bounced',
   deferred: 'deferred',
@@ -131,7 +134,6 @@ function withoutNul(o: Outcome): Outcome {
 
 /** Outcomes per UPDATE statement on SQLite: 5 bound values each, well under its limit. */
 const UPDATE_CHUNK = 500;
-const sqliteUpdateSql = new Map<number, string>();
 
 /*
  * One UPDATE for a whole batch of outcomes instead of one statement per message: on PostgreSQL
@@ -152,28 +154,17 @@ const PG_UPDATE =
   'where messages.id = v.id and messages.locked_by = $2 returning messages.id';
 
 /** SQLite: VALUES columns are column1..column5; binding is positional in text order. */
-function sqliteUpdate(rows: number): string {
-  let text = sqliteUpdateSql.get(rows);
-  if (!text) {
-    const tuples = Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ');
-    text =
-      'update messages set state = v.column2, attempt_count = v.column3, next_attempt_at = v.column4, ' +
-      'locked_until = null, locked_by = null, last_response = v.column5, updated_at = ? ' +
-      `from (values ${tuples}) as v where messages.id = v.column1 and messages.locked_by = ? returning messages.id`;
-    if (sqliteUpdateSql.size > 600) sqliteUpdateSql.clear();
-    sqliteUpdateSql.set(rows, text);
-  }
-  return text;
-}
+const sqliteUpdate = shapedSql(600, (_param, _dialect, rows: number) => {
+  const tuples = Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ');
+  return (
+    'update messages set state = v.column2, attempt_count = v.column3, next_attempt_at = v.column4, ' +
+    'locked_until = null, locked_by = null, last_response = v.column5, updated_at = ? ' +
+    `from (values ${tuples}) as v where messages.id = v.column1 and messages.locked_by = ? returning messages.id`
+  );
+});
 
 /** Moves the messages to their outcome state; returns the ids this worker still held (and wrote). */
-async function updateStates(
-  trx: Executor,
-  pg: boolean,
-  workerId: string,
-  now: string,
-  outcomes: Outcome[],
-): Promise<Set<string>> {
+async function updateStates(trx: Executor, workerId: string, now: string, outcomes: Outcome[]): Promise<Set<string>> {
   const written = new Set<string>();
   // Sorted by id, so concurrent batches on PostgreSQL lock rows in one order (no deadlocks).
   const sorted = [...outcomes].sort((a, b) => (a.msg.id < b.msg.id ? -1 : a.msg.id > b.msg.id ? 1 : 0));
@@ -185,23 +176,36 @@ async function updateStates(
       o.kind === 'deferred' ? isoAt(o.nextAttemptAtMs) : o.msg.next_attempt_at,
       o.attempt?.response ?? (o.kind === 'failed' ? o.reason : o.kind === 'delivered' ? 'sandbox' : null),
     ] as const;
-  if (pg) {
+  if (isPostgres(trx)) {
     const rows = sorted.map(row);
     const columns = [0, 1, 2, 3, 4].map((c) => rows.map((r) => r[c]));
-    const res = await trx.executeQuery<{ id: string }>(CompiledQuery.raw(PG_UPDATE, [now, workerId, ...columns]));
-    for (const r of res.rows) written.add(r.id);
+    for (const r of await runSql<{ id: string }>(trx, PG_UPDATE, [now, workerId, ...columns])) written.add(r.id);
     return written;
   }
   for (let i = 0; i < sorted.length; i += UPDATE_CHUNK) {
     const part = sorted.slice(i, i + UPDATE_CHUNK);
     const params = [now, ...part.flatMap(row), workerId];
-    const res = await trx.executeQuery<{ id: string }>(CompiledQuery.raw(sqliteUpdate(part.length), params));
-    for (const r of res.rows) written.add(r.id);
+    for (const r of await runSql<{ id: string }>(trx, sqliteUpdate(trx, part.length), params)) written.add(r.id);
   }
   return written;
 }
 
 const attemptNoOf = (o: Outcome) => o.msg.attempt_count + (o.attempt ? 1 : 0);
+
+/**
+ * The automatic suppression of a bounce that proves the address bad (bounce-rules.ts decides),
+ * for synchronous bounces here and asynchronous ones (DSNs, src/modules/inbound/) alike.
+ */
+export async function suppressIfProven(trx: Executor, suppressions: SuppressionsService, o: Outcome): Promise<void> {
+  if (o.kind !== 'bounced' || !o.bounce.suppress) return;
+  await suppressions.addAutomatic(trx, o.msg.tenant_id, {
+    identifier: o.msg.recipient,
+    type: 'email',
+    reason_category: 'hard_bounce',
+    source: 'bounce',
+    description: o.diagnostic.slice(0, 500),
+  });
+}
 
 /**
  * Records a batch of outcomes in one transaction: message state, the attempt with its SMTP
@@ -216,13 +220,12 @@ export async function recordOutcomes(
   outcomes: Outcome[],
 ): Promise<number> {
   if (outcomes.length === 0) return 0;
-  const pg = database.dialect === 'postgres';
   return database.db.transaction().execute(async (trx) => {
     const now = nowIso();
     const attempts: DeliveryAttemptsTable[] = [];
     const events: NewEvent[] = [];
     const cleaned = outcomes.map(withoutNul);
-    const held = await updateStates(trx, pg, workerId, now, cleaned);
+    const held = await updateStates(trx, workerId, now, cleaned);
     for (const o of cleaned) {
       if (!held.has(o.msg.id)) continue;
       const attemptNo = attemptNoOf(o);
@@ -247,15 +250,7 @@ export async function recordOutcomes(
         });
       }
       events.push(eventFor(o, attemptNo));
-      if (o.kind === 'bounced' && o.bounce.suppress) {
-        await suppressions.addAutomatic(trx, o.msg.tenant_id, {
-          identifier: o.msg.recipient,
-          type: 'email',
-          reason_category: 'hard_bounce',
-          source: 'bounce',
-          description: o.diagnostic.slice(0, 500),
-        });
-      }
+      await suppressIfProven(trx, suppressions, o);
     }
     await insertMany(trx, 'delivery_attempts', attempts);
     await insertEvents(trx, events);

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import type { MessagesTable } from '../../db/schema.ts';
-import { isoAt } from '../../lib/clock.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import { attemptRecord, deferral, type OutcomeContext, outcomeOf, routeFailureOutcome } from './attempt-outcome.ts';
 import { connectRoute, type Route, type RoutingOptions, routeFor, SiteSlots } from './destination.ts';
 import type { Outcome } from './outcomes.ts';
-import { claimDueMessages, loadTransmission } from './queue.repo.ts';
+import { claimDueMessages, loadTransmission, releaseMessages } from './queue.repo.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
 import { inlineRenderer, type Renderer } from './render/render-pool.ts';
 import {
@@ -77,7 +77,7 @@ export class DeliveryWorker {
   private inflight = 0;
   private readonly queues = new Map<string, DomainQueue>();
   private readonly slots = new SiteSlots();
-  private readonly txCache = new Map<string, Job['tx']>();
+  private readonly txCache = new BoundedCache<string, Job['tx']>(500);
   private readonly outcomes: OutcomeBuffer;
   private readonly lanes = new Set<Promise<void>>();
   private wake: (() => void) | null = null;
@@ -166,7 +166,6 @@ export class DeliveryWorker {
       tags: JSON.parse(row.tags) as string[],
       createdAtMs: Date.parse(row.created_at),
     };
-    if (this.txCache.size > 500) this.txCache.delete(this.txCache.keys().next().value as string);
     this.txCache.set(row.id, tx);
     return tx;
   }
@@ -368,22 +367,11 @@ export class DeliveryWorker {
 
   /** Puts claimed-but-unsent messages back so any worker can take them at once. */
   private async release(jobs: Job[]): Promise<void> {
-    const now = isoAt(Date.now());
-    for (const job of jobs) {
-      await this.o.database.db
-        .updateTable('messages')
-        .set({
-          state: job.msg.attempt_count > 0 ? 'deferred' : 'queued',
-          next_attempt_at: now,
-          locked_by: null,
-          locked_until: null,
-        })
-        .where('id', '=', job.msg.id)
-        .where('locked_by', '=', this.o.workerId)
-        .execute()
-        .catch((err) => this.o.logger.error({ err }, 'releasing a message failed'));
-      this.inflight--;
-    }
+    const ids = jobs.map((j) => j.msg.id);
+    await releaseMessages(this.o.database, this.o.workerId, ids).catch((err) =>
+      this.o.logger.error({ err }, 'releasing messages failed'),
+    );
+    this.inflight -= jobs.length;
   }
 
   private complete(o: Outcome): void {

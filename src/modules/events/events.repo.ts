@@ -22,7 +22,7 @@ export function toEventRow(e: NewEvent, at: string = nowIso()): EventsTable {
     recipient: e.recipient,
     mail_type: e.mailType,
     tags: JSON.stringify(e.tags),
-    metadata: JSON.stringify(e.metadata),
+    metadata: typeof e.metadata === 'string' ? e.metadata : JSON.stringify(e.metadata),
     data: JSON.stringify(e.data),
   };
 }

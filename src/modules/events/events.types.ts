@@ -23,7 +23,11 @@ export interface NewEvent {
   recipient: string | null;
   mailType: string | null;
   tags: string[];
-  metadata: Record<string, string>;
+  /**
+   * The metadata object, or its JSON text as already stored (a message row's `metadata`): text
+   * is written to the event row as is, never parsed and serialized again.
+   */
+  metadata: Record<string, string> | string;
   data: Record<string, unknown>;
 }
 

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
-import { sql } from 'kysely';
+import { dialectSql, runSql, sqliteFromNumbered } from '../../db/dialect.ts';
 import type { Database } from '../../db/index.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 
 export interface RateDecision {
   allowed: boolean;
@@ -65,14 +66,14 @@ function refill(tokens: number, updatedMs: number, nowMs: number, p: BucketParam
 
 export class MemoryStore implements RateLimitStore {
   readonly kind = 'memory' as const;
-  private readonly buckets = new Map<string, { tokens: number; updatedMs: number }>();
+  /** Idle buckets are dropped first when full; a dropped bucket starts full again. */
+  private readonly buckets = new BoundedCache<string, { tokens: number; updatedMs: number }>(100_000);
 
   async take(key: string, p: BucketParams, nowMs: number) {
     const b = this.buckets.get(key);
     let tokens = b ? refill(b.tokens, b.updatedMs, nowMs, p) : p.burst;
     const allowed = tokens >= 1;
     if (allowed) tokens -= 1;
-    if (this.buckets.size > 100_000) this.buckets.clear();
     this.buckets.set(key, { tokens, updatedMs: nowMs });
     return { allowed, tokens };
   }
@@ -114,30 +115,38 @@ export class RedisStore implements RateLimitStore {
   }
 }
 
+/**
+ * [key, burst - 1, nowMs, burst, rps]. The cast: PostgreSQL would infer bigint for the rate and
+ * refuse a fractional one. A denied take keeps the refilled level; last_allowed tells the caller
+ * which branch ran. updated_ms never moves back: nodes read their clocks before waiting for the
+ * row lock, so takes commit out of clock order; setting an older time would credit the same
+ * interval's refill twice and let several nodes together exceed the budget (found by test/cluster).
+ */
+function takeSql(least: string, greatest: string): string {
+  const refilled = `${least}($4, rate_limit_buckets.tokens + ${greatest}(0, $3 - rate_limit_buckets.updated_ms) * CAST($5 AS double precision) / 1000.0)`;
+  return (
+    'INSERT INTO rate_limit_buckets (key, tokens, updated_ms, last_allowed) VALUES ($1, $2, $3, 1) ' +
+    `ON CONFLICT (key) DO UPDATE SET tokens = CASE WHEN ${refilled} >= 1 THEN ${refilled} - 1 ELSE ${refilled} END, ` +
+    `last_allowed = CASE WHEN ${refilled} >= 1 THEN 1 ELSE 0 END, ` +
+    `updated_ms = ${greatest}(rate_limit_buckets.updated_ms, $3) RETURNING tokens, last_allowed`
+  );
+}
+const TAKE = dialectSql({ postgres: takeSql('LEAST', 'GREATEST'), ...sqliteFromNumbered(takeSql('MIN', 'MAX')) });
+
 /** One atomic upsert per request; PostgreSQL row locks serialize concurrent takes of one key. */
 export class DatabaseStore implements RateLimitStore {
   readonly kind = 'database' as const;
   constructor(private readonly database: Database) {}
 
   async take(key: string, p: BucketParams, nowMs: number) {
-    const pg = this.database.dialect === 'postgres';
-    const least = sql.raw(pg ? 'LEAST' : 'MIN');
-    const greatest = sql.raw(pg ? 'GREATEST' : 'MAX');
-    // The cast: PostgreSQL would infer bigint for the parameter and refuse a fractional rate.
-    const refilled = sql`${least}(${p.burst}, rate_limit_buckets.tokens + ${greatest}(0, ${nowMs} - rate_limit_buckets.updated_ms) * CAST(${p.rps} AS double precision) / 1000.0)`;
-    // A denied take keeps the refilled level; last_allowed tells the caller which branch ran.
-    // updated_ms never moves back: nodes read their clocks before waiting for the row lock, so
-    // takes commit out of clock order; setting an older time would credit the same interval's
-    // refill twice and let several nodes together exceed the budget (found by test/cluster).
-    const res = await sql<{ tokens: number; last_allowed: number }>`
-      INSERT INTO rate_limit_buckets (key, tokens, updated_ms, last_allowed)
-      VALUES (${key}, ${p.burst - 1}, ${nowMs}, 1)
-      ON CONFLICT (key) DO UPDATE SET
-        tokens = CASE WHEN ${refilled} >= 1 THEN ${refilled} - 1 ELSE ${refilled} END,
-        last_allowed = CASE WHEN ${refilled} >= 1 THEN 1 ELSE 0 END,
-        updated_ms = ${greatest}(rate_limit_buckets.updated_ms, ${nowMs})
-      RETURNING tokens, last_allowed`.execute(this.database.db);
-    const row = res.rows[0];
+    const rows = await runSql<{ tokens: number; last_allowed: number }>(this.database.db, TAKE, [
+      key,
+      p.burst - 1,
+      nowMs,
+      p.burst,
+      p.rps,
+    ]);
+    const row = rows[0];
     return { allowed: Number(row?.last_allowed ?? 0) === 1, tokens: Math.max(0, Number(row?.tokens ?? 0)) };
   }
 

@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { insertMany } from '../../db/batch.ts';
 import type { Executor } from '../../db/executor.ts';
+import { isClaimable } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { domainOf } from '../../lib/email.ts';
@@ -73,6 +74,8 @@ export class TransmissionsService {
     for (const r of unique) {
       const hit = suppressed.get(r.email);
       const id = newId();
+      // Serialized once: the message row and its event store the same text.
+      const metadata = JSON.stringify(r.metadata);
       messages.push({
         tenant_id: tenantId,
         id,
@@ -81,7 +84,7 @@ export class TransmissionsService {
         recipient_name: r.name,
         recipient_domain: domainOf(r.email),
         substitution_data: r.substitutionData ? JSON.stringify(r.substitutionData) : null,
-        metadata: JSON.stringify(r.metadata),
+        metadata,
         state: hit ? 'suppressed' : 'queued',
         attempt_count: 0,
         next_attempt_at: due,
@@ -98,7 +101,7 @@ export class TransmissionsService {
         recipient: r.email,
         mailType: input.mailType,
         tags: input.tags,
-        metadata: r.metadata,
+        metadata,
       };
       if (hit) {
         items.push({ email: r.email, status: 'suppressed', reason: hit.reason_category });
@@ -175,7 +178,7 @@ export class TransmissionsService {
     const m = await findMessage(this.db, tenantId, id);
     if (!m) throw notFound('Message');
     const attempts = await listAttempts(this.db, tenantId, id);
-    const pending = m.state === 'queued' || m.state === 'deferred' || m.state === 'sending';
+    const pending = isClaimable(m.state);
     return {
       id: m.id,
       transmission_id: m.transmission_id,
