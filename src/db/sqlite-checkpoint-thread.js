@@ -14,15 +14,18 @@ db.pragma('busy_timeout = 0');
 // the main thread. But the writer starts the WAL over only when a checkpoint has covered all of
 // it at the moment a write transaction begins, which under a steady stream of commits never
 // happens: the WAL then grows without bound (1 GB in 15 s; src/db/sqlite-checkpointer.test.ts).
-// So once it holds `restartFrames` frames, the PASSIVE pass (which did the copying and the
-// syncing) is followed by a RESTART: it takes the write lock only between two of the writer's
-// transactions, copies the few frames committed since, and makes the next writer start the WAL
-// from its beginning. If the writer or a reader is busy, it is tried again on the next tick.
+// So once it holds `restartFrames` frames and a PASSIVE pass (which did the copying and the
+// syncing) has caught up, a RESTART follows: it takes the write lock only between two of the
+// writer's transactions, copies the few frames committed since (usually none, so no sync under
+// the lock), and makes the next writer start the WAL from its beginning. If the writer or a
+// reader is busy, it is tried again on the next tick.
 function checkpoint() {
   try {
     let [r] = db.pragma('wal_checkpoint(PASSIVE)');
     let restarted = false;
-    if (r.log >= restartFrames) {
+    // Only right after a pass that caught up with the writer: the RESTART then has (almost)
+    // nothing left to copy and sync while it holds the write lock.
+    if (r.log >= restartFrames && r.checkpointed === r.log) {
       [r] = db.pragma('wal_checkpoint(RESTART)');
       restarted = r.busy === 0;
     }

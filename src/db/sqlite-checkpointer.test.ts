@@ -83,7 +83,7 @@ describe('SQLite checkpoints on a background thread', () => {
     check.close();
   });
 
-  it('transactions that read before they write never fail with "database is locked" while the thread starts the WAL over', async () => {
+  it('transactions that read before they write never fail with SQLITE_BUSY while the thread starts the WAL over', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'postyard-ckpt-'));
     dirs.push(dir);
     const database = openDatabase({ databaseUrl: null, dataDir: dir });
