@@ -31,13 +31,19 @@ export interface SyntaxProblem {
   message: string;
 }
 
-/** A part that could not be rendered with the given data (the message fails: `render_failed: ...`). */
+export const RENDER_FAILED = 'render_failed: ';
+
+/**
+ * A part that could not be rendered with the given data. Its message is the reason the message
+ * fails with (`render_failed: <part>: <what>`); it stays recognisable after crossing from a render
+ * thread as a plain Error message.
+ */
 export class RenderError extends Error {
   constructor(
     readonly part: string,
-    message: string,
+    readonly detail: string,
   ) {
-    super(`${part}: ${message}`);
+    super(`${RENDER_FAILED}${part}: ${detail}`);
     this.name = 'RenderError';
   }
 }

@@ -65,19 +65,8 @@ describe('the API refuses header-bound fields carrying a line break', () => {
 });
 
 describe('substitution data cannot add headers to the rendered message', () => {
-  it('a CRLF in a substituted subject stays inside the Subject header', async () => {
-    const res = await call(ctx.app, 'POST', '/v1/transmissions', {
-      key: tenant.apiKey,
-      body: {
-        recipients: [{ email: 'ann@example.com', substitution_data: { first: `Ann${INJECT}`, note: `n${INJECT}` } }],
-        content: {
-          subject: 'Hi {{first}}',
-          text: 'Text {{note}}',
-          html: '<p>{{note}}</p>',
-          headers: { 'X-Campaign': 'nov' },
-        },
-      },
-    });
+  async function renderFirst(body: unknown) {
+    const res = await call(ctx.app, 'POST', '/v1/transmissions', { key: tenant.apiKey, body });
     expect(res.statusCode, res.body).toBe(202);
     const txId = (res.json() as { transmission_id: string }).transmission_id;
     const db = ctx.c.database.db;
@@ -87,24 +76,48 @@ describe('substitution data cannot add headers to the rendered message', () => {
       .where('transmission_id', '=', txId)
       .executeTakeFirstOrThrow()) as MessagesTable;
     const tx = await db.selectFrom('transmissions').selectAll().where('id', '=', txId).executeTakeFirstOrThrow();
-    const rendered = await renderMessage(msg, forDelivery(tx), null);
+    return { msg, render: () => renderMessage(msg, forDelivery(tx), null) };
+  }
+
+  it('a CRLF in substituted data fails that message in a header, and stays text in the bodies', async () => {
+    // In the subject (or From name, Reply-To name, a header value): the message is not built.
+    const bad = await renderFirst({
+      recipients: [{ email: 'ann@example.com', substitution_data: { first: `Ann${INJECT}` } }],
+      content: { subject: 'Hi {{first}}', text: 'x', headers: { 'X-Campaign': 'nov' } },
+    });
+    await expect(bad.render()).rejects.toThrow(/^render_failed: subject: /);
+    const badHeader = await renderFirst({
+      recipients: [{ email: 'ann@example.com', substitution_data: { c: `nov${INJECT}` } }],
+      content: { subject: 'Hi', text: 'x', headers: { 'X-Campaign': '{{c}}' } },
+    });
+    await expect(badHeader.render()).rejects.toThrow(/^render_failed: headers\.X-Campaign: /);
+
+    // In the text and html parts it is body text: no header appears, html values are escaped.
+    const ok = await renderFirst({
+      recipients: [{ email: 'ann@example.com', substitution_data: { first: 'Ann', note: `n${INJECT}` } }],
+      content: {
+        subject: 'Hi {{first}}',
+        text: 'Text {{note}}',
+        html: '<p>{{note}}</p>',
+        headers: { 'X-Campaign': 'nov' },
+      },
+    });
+    const rendered = await ok.render();
     const raw = rendered.raw.toString('utf8');
     const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
-    // Every header line is a header field or a folded continuation; none is the smuggled one.
     expect(head).not.toMatch(/^(Bcc|X-Injected):/im);
     const mail = await simpleParser(rendered.raw);
     expect(mail.headers.has('bcc')).toBe(false);
     expect(mail.headers.has('x-injected')).toBe(false);
     expect(mail.headers.get('x-campaign')).toBe('nov');
-    // The payload arrived (flattened to one line inside the subject), so the check above means something.
-    expect(mail.subject).toBe('Hi Ann Bcc: victim@evil.test X-Injected: yes');
+    expect(mail.subject).toBe('Hi Ann');
+    // The payload arrived as body text, so the checks above mean something.
+    expect(mail.text).toContain('Bcc: victim@evil.test');
     expect(mail.bcc).toBeUndefined();
-    // The recipient set is the envelope's: only Ann.
-    expect(rendered.envelopeFrom).toBe(`bounces+${msg.id}@example.com`);
+    expect(rendered.envelopeFrom).toBe(`bounces+${ok.msg.id}@example.com`);
     expect((mail.to && !Array.isArray(mail.to) ? mail.to.value : []).map((v) => v.address)).toEqual([
       'ann@example.com',
     ]);
-    // In the html part the substituted value is escaped as well.
     expect(mail.html || '').not.toContain('<Bcc');
   });
 });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { RENDER_FAILED } from '../../lib/template-language.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import { attemptRecord, deferral, type OutcomeContext, outcomeOf, routeFailureOutcome } from './attempt-outcome.ts';
 import { connectRoute, type Route, type RoutingOptions, routeFor, SiteSlots } from './destination.ts';
@@ -324,14 +325,19 @@ export class DeliveryWorker {
       const key = await this.o.signingKey(job.msg.tenant_id, fromDomain ?? '');
       return await this.o.renderer.render({ msg: job.msg, tx: { id, content, raw, options, fromDomain }, key });
     } catch (err) {
-      this.o.logger.error({ err, message: job.msg.id }, 'message could not be rendered');
+      // The template language's failures (RenderError, also as a render thread's plain Error)
+      // are the tenant's content or data: that message fails with the reason, the others go on.
+      const text = err instanceof Error ? err.message : String(err);
+      const ours = text.startsWith(RENDER_FAILED);
+      if (ours) this.o.logger.info({ message: job.msg.id, reason: text.slice(0, 500) }, 'message render failed');
+      else this.o.logger.error({ err, message: job.msg.id }, 'message could not be rendered');
       this.complete({
         msg: job.msg,
         mailType: job.tx.mailType,
         tags: job.tx.tags,
         kind: 'failed',
         attempt: null,
-        reason: 'message could not be built',
+        reason: ours ? text.slice(0, 500) : `${RENDER_FAILED}message could not be built`,
       });
       return null;
     }

@@ -47,22 +47,42 @@ function mailbox(part: string, key: string, source: string | null, data: Record<
 }
 
 /**
- * Renders every part with `data`. `key` identifies the source for the compile cache (template
- * id + version, or transmission id): the same key must always come with the same content.
+ * Which compile-cache entries a content's parts use: the same key must always come with the same
+ * source. `body` (subject, text, html) may be a template version's (`template:<id>:<version>`);
+ * `headers` (from, reply_to, header values, which a send may override) must be the transmission's
+ * own unless nothing overrides them (a preview).
  */
-export function renderContent(c: ContentSource, data: Record<string, unknown>, key: string): RenderedContent {
+export interface RenderKeys {
+  body: string;
+  headers: string;
+}
+
+/** The cache keys of a stored transmission's content (see RenderKeys). */
+export function storedKeys(
+  transmissionId: string,
+  c: { template_id: string | null; template_version?: number | null },
+): RenderKeys {
+  const own = `tx:${transmissionId}`;
+  const body = c.template_id && c.template_version != null ? `template:${c.template_id}:${c.template_version}` : own;
+  return { body, headers: own };
+}
+
+/** Renders every part with `data` (see RenderKeys for the compile cache). Throws RenderError. */
+export function renderContent(c: ContentSource, data: Record<string, unknown>, keys: RenderKeys): RenderedContent {
+  const key = keys.body;
+  const hkey = keys.headers;
   const html = c.html === null ? null : renderPart('html', key, c.html, data, 'html');
   const text = c.text === null ? null : renderPart('text', key, c.text, data, 'none');
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(c.headers)) {
-    headers[name] = headerValue(`headers.${name}`, key, value, data);
+    headers[name] = headerValue(`headers.${name}`, hkey, value, data);
   }
   return {
     subject: headerValue('subject', key, c.subject ?? '', data),
     text: text ?? (html === null ? null : textFromHtml(html)),
     html,
-    from: mailbox('from', key, c.from, data),
-    reply_to: mailbox('reply_to', key, c.reply_to, data),
+    from: mailbox('from', hkey, c.from, data),
+    reply_to: mailbox('reply_to', hkey, c.reply_to, data),
     headers,
   };
 }

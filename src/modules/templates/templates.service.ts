@@ -300,14 +300,14 @@ export class TemplatesService {
       ]);
     const v = r.version;
     try {
-      const out = renderContent(
-        { ...v, headers: v.headers },
-        mergeData(v.defaults, input.substitution_data),
-        `template:${id}:${v.version}`,
-      );
+      const out = renderContent({ ...v, headers: v.headers }, mergeData(v.defaults, input.substitution_data), {
+        body: `template:${id}:${v.version}`,
+        headers: `template:${id}:${v.version}`,
+      });
       return { subject: out.subject, text: out.text, html: out.html };
     } catch (err) {
-      if (err instanceof RenderError) throw validationError([{ field: err.part, message: err.message }]);
+      if (err instanceof RenderError)
+        throw validationError([{ field: err.part, message: `${err.part}: ${err.detail}` }]);
       throw err;
     }
   }

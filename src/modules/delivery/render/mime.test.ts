@@ -1,6 +1,6 @@
 import { simpleParser } from 'mailparser';
 import { describe, expect, it } from 'vitest';
-import { buildMessage, substitute } from './mime.ts';
+import { buildMessage } from './mime.ts';
 
 const base = {
   from: 'Shop <shop@mail.example.com>',
@@ -104,28 +104,5 @@ describe('buildMessage', () => {
   it('neutralizes header injection in custom header values', async () => {
     const raw = await buildMessage({ ...base, text: 'x', headers: { 'X-Note': 'a\r\nBcc: victim@example.org' } });
     expect(raw.toString()).not.toMatch(/^Bcc:/m);
-  });
-});
-
-describe('substitute', () => {
-  const data = { first: 'Ann', user: { plan: { name: 'Pro' } }, n: 3, tag: '<b>&"\'' };
-
-  it('replaces variables with optional spaces and nested lookups', () => {
-    expect(substitute('Hi {{first}}, {{ user.plan.name }} x{{n}}', data)).toBe('Hi Ann, Pro x3');
-  });
-
-  it('turns missing, non-scalar and prototype lookups into empty strings', () => {
-    expect(substitute('[{{missing}}][{{user}}][{{user.nope.deeper}}][{{constructor}}][{{__proto__}}]', data)).toBe(
-      '[][][][][]',
-    );
-  });
-
-  it('escapes HTML only when asked', () => {
-    expect(substitute('{{tag}}', data)).toBe('<b>&"\'');
-    expect(substitute('{{tag}}', data, { escapeHtml: true })).toBe('&lt;b&gt;&amp;&quot;&#39;');
-  });
-
-  it('leaves text that is not a variable alone', () => {
-    expect(substitute('{{ }} {{1bad}} {first} {{{first}}}', data)).toBe('{{ }} {{1bad}} {first} {Ann}');
   });
 });

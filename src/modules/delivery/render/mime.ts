@@ -1,5 +1,6 @@
 /**
- * Builds the RFC 5322 message of one delivery, and does {{var}} substitution.
+ * Builds the RFC 5322 message of one delivery (content already rendered by the template
+ * language: src/lib/template-language.ts, src/modules/templates/render-content.ts).
  *
  * Design notes
  * - MIME is nodemailer's MailComposer: battle-tested multipart/alternative and multipart/mixed
@@ -10,8 +11,6 @@
  * - Custom headers cannot replace the structure or identity of the message (Content-Type,
  *   From, Message-ID, DKIM-Signature, ...): those are dropped here as defence in depth; the API
  *   is expected to refuse them earlier with 422 (the rules: content/stored-content.ts).
- * - substitute() is deliberately tiny: `{{ name }}` or `{{ a.b }}`, missing values become '',
- *   HTML-escaped when asked. No logic, no raw output, no prototype walking.
  */
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { parseMailbox } from '../../../lib/email.ts';
@@ -107,39 +106,4 @@ export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
   // CRLF line ends throughout (src/lib/line-ends.ts says why): MailComposer keeps a 7bit part's
   // bare LFs, and an 8bit message/* attachment's line ends, as given.
   return toCrlf(await composer.compile().build());
-}
-
-export interface SubstituteOptions {
-  /** Escape substituted values for HTML (use for the html part); default false. */
-  escapeHtml?: boolean;
-}
-
-const VARIABLE = /\{\{\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*\}\}/g;
-
-/** Replaces `{{ name }}` / `{{ a.b }}` with values from `data`; unknown or non-scalar values give ''. */
-export function substitute(template: string, data: Record<string, unknown>, options: SubstituteOptions = {}): string {
-  return template.replace(VARIABLE, (_m, path: string) => {
-    const value = lookup(data, path);
-    if (value === undefined) return '';
-    return options.escapeHtml ? escapeHtml(value) : value;
-  });
-}
-
-function lookup(data: unknown, path: string): string | undefined {
-  let current: unknown = data;
-  for (const key of path.split('.')) {
-    // Own properties only: '{{constructor}}' or '{{__proto__}}' must not reach Object.prototype.
-    if (current === null || typeof current !== 'object' || !Object.hasOwn(current, key)) return undefined;
-    current = (current as Record<string, unknown>)[key];
-  }
-  if (typeof current === 'string') return current;
-  if (typeof current === 'number' || typeof current === 'boolean' || typeof current === 'bigint')
-    return String(current);
-  return undefined;
-}
-
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
 }

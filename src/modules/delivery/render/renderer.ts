@@ -2,8 +2,9 @@ import type { MessagesTable, TransmissionsTable } from '../../../db/schema.ts';
 import { toCrlf } from '../../../lib/line-ends.ts';
 import { fromDomainOf, parseStoredContent, type StoredContent } from '../../content/stored-content.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
-import { fromSharedBody, type SharedInput, sharedContent } from './shared-body.ts';
-import { buildMessage, substitute } from './mime.ts';
+import { isStatic, mergeData, renderContent, storedKeys } from '../../templates/render-content.ts';
+import { fromSharedBody, type SharedInput } from './shared-body.ts';
+import { buildMessage } from './mime.ts';
 
 /** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
 export interface SigningKey {
@@ -78,8 +79,8 @@ function ensureHeaders(raw: Buffer, messageId: string): Buffer {
 }
 
 /**
- * Turns a queued message into the bytes that leave: per-recipient substitution (HTML-escaped in
- * the html part), MIME, Message-ID `<message id>@<from domain>`, Return-Path (envelope sender)
+ * Turns a queued message into the bytes that leave: the content rendered by the template
+ * language with the recipient's data over the transmission's (docs/templates.md), MIME, Message-ID `<message id>@<from domain>`, Return-Path (envelope sender)
  * `bounces+<message id>@<return-path domain>` so asynchronous bounces can be matched, and the
  * DKIM signature of the From domain's key.
  */
@@ -97,28 +98,33 @@ export async function renderMessage(
   if (tx.raw) return sign(envelopeFrom, ensureHeaders(toCrlf(asBuffer(tx.raw)), messageId), key);
   const c = tx.content;
   const to = { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) };
-  // Every recipient gets the same body: compose it once per transmission (shared-body.ts).
-  if (sharedContent(c)) {
-    const parts = await fromSharedBody(tx.id, to, messageId, () => composeInput(c, {}));
+  const personal = msg.substitution_data ? (JSON.parse(msg.substitution_data) as Record<string, unknown>) : null;
+  // Without data of its own (or with content that uses no language) a recipient gets the same
+  // body as every such recipient: compose it once per transmission (shared-body.ts).
+  if (personal === null || isStatic(c)) {
+    const parts = await fromSharedBody(tx.id, to, messageId, () => composeInput(tx.id, c, null));
     if (parts) {
       const signature = key ? dkimSignatureHeader(parts.head, parts.bodyHash, signOptions(key)) : '';
       const head = Buffer.from(`${signature}${parts.head}\r\n\r\n`, 'latin1');
       return { envelopeFrom, raw: Buffer.concat([head, parts.body]), signed: key !== null };
     }
   }
-  const data: Record<string, unknown> = msg.substitution_data ? JSON.parse(msg.substitution_data) : {};
-  return sign(envelopeFrom, await buildMessage({ ...composeInput(c, data), to, messageId }), key);
+  return sign(envelopeFrom, await buildMessage({ ...composeInput(tx.id, c, personal), to, messageId }), key);
 }
 
-/** What MailComposer gets from the stored content, with this recipient's substitutions. */
-function composeInput(c: StoredContent, data: Record<string, unknown>): SharedInput {
+/**
+ * What MailComposer gets: the content rendered with the recipient's data over the
+ * transmission's (which is over the template's defaults). Throws RenderError (`render_failed:`).
+ */
+function composeInput(transmissionId: string, c: StoredContent, personal: Record<string, unknown> | null): SharedInput {
+  const r = renderContent(c, mergeData(c.substitution_data, personal), storedKeys(transmissionId, c));
   return {
-    from: c.from,
-    ...(c.reply_to ? { replyTo: c.reply_to } : {}),
-    subject: substitute(c.subject ?? '', data),
-    ...(c.text !== null ? { text: substitute(c.text, data) } : {}),
-    ...(c.html !== null ? { html: substitute(c.html, data, { escapeHtml: true }) } : {}),
-    headers: c.headers,
+    from: r.from ?? c.from,
+    ...(r.reply_to ? { replyTo: r.reply_to } : {}),
+    subject: r.subject,
+    ...(r.text !== null ? { text: r.text } : {}),
+    ...(r.html !== null ? { html: r.html } : {}),
+    headers: r.headers,
     attachments: c.attachments.map((a) => ({
       filename: a.filename,
       contentType: a.content_type,

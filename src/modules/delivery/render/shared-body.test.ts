@@ -4,7 +4,7 @@ import type { MessagesTable } from '../../../db/schema.ts';
 import { fromDomainOf, type StoredContent } from '../../content/stored-content.ts';
 import { generateDkimKeyPair } from './dkim.ts';
 import { buildMessage } from './mime.ts';
-import { clearSharedBodies, fromSharedBody, type SharedInput, sharedContent } from './shared-body.ts';
+import { clearSharedBodies, fromSharedBody, type SharedInput } from './shared-body.ts';
 import { renderMessage } from './renderer.ts';
 
 /** MailComposer picks a random MIME boundary per composition; equal messages differ only there. */
@@ -52,12 +52,6 @@ describe('shared bodies', () => {
       { email: `${'a'.repeat(70)}@example.net` },
     ];
     for (const to of cases) expect(await fromSharedBody('tx-2', to, 'm@mail.example.com', () => shared)).toBeNull();
-  });
-
-  it('applies only to content without substitutions', () => {
-    expect(sharedContent({ subject: 'Hi', text: 'plain', html: null })).toBe(true);
-    expect(sharedContent({ subject: 'Hi {{name}}', text: 'plain', html: null })).toBe(false);
-    expect(sharedContent({ subject: 'Hi', text: null, html: '<p>{{ a.b }}</p>' })).toBe(false);
   });
 });
 

@@ -10,7 +10,8 @@
  * its own header block and its own signature over it.
  *
  * When it applies (else the caller composes the message in full, as before):
- * - the content has no `{{` in subject, text or html (no per-recipient substitution);
+ * - the recipient has no `substitution_data` of its own, or the content uses no template
+ *   language at all (renderer.ts decides; the body is rendered once with the transmission's data);
  * - the recipient's To field is one MailComposer writes verbatim: an ASCII address, and no name
  *   or a plain name of letters, digits and single spaces, within 76 characters (no encoding,
  *   quoting or folding to reproduce). Tests compare the result with a full composition.
@@ -44,11 +45,6 @@ const ASCII_ADDRESS = /^[\x21-\x7e]+@[\x21-\x7e]+$/;
 
 /** Shared bodies by transmission id; null = this transmission cannot use one. Oldest dropped first. */
 const sharedBodies = new Map<string, Promise<SharedBody | null>>();
-
-/** True when the content is the same for every recipient (nothing to substitute). */
-export function sharedContent(content: { subject: string | null; text: string | null; html: string | null }): boolean {
-  return ![content.subject, content.text, content.html].some((v) => v?.includes('{{'));
-}
 
 /** The To value MailComposer would write, when it writes it verbatim; else null. */
 function plainTo(email: string, name: string | null | undefined): string | null {
