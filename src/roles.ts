@@ -1,39 +1,31 @@
 import type { Role } from './config.ts';
 import { type Container, every } from './container.ts';
+import type { StartEngine, Stoppable } from './engine.ts';
 import { buildApp } from './http/app.ts';
-import { acquireLease } from './jobs/lease.ts';
 import { NodeMembership } from './jobs/node-registry.ts';
+import { start as startDelivery } from './modules/delivery/engine.ts';
+import { start as startEventRetention } from './modules/events/engine.ts';
+import { start as startIdempotencyPurge } from './modules/idempotency/engine.ts';
+import { start as startWebhooks } from './modules/webhooks/engine.ts';
 import { startSmtpServer } from './smtp/server.ts';
-import { createDeliveryWorker } from './modules/delivery/index.ts';
-import { EVENT_RETENTION_INTERVAL_MS, runEventRetention } from './modules/events/events.retention.ts';
-import { startWebhookDispatcher } from './modules/webhooks/worker.ts';
 
-/** Something a role started; stop() stops taking new work and finishes what is in flight. */
-export interface Running {
-  name: string;
-  stop(): Promise<void>;
-}
+/**
+ * The worker role's engines, in start order: each module's `engine.ts` `start(c)`. A module with
+ * background work adds its engine here and nowhere else.
+ */
+const WORKER_ENGINES: readonly StartEngine[] = [
+  startIdempotencyPurge,
+  startEventRetention,
+  startDelivery,
+  startWebhooks,
+];
 
-async function startApi(c: Container): Promise<Running> {
+async function startApi(c: Container): Promise<Stoppable> {
   const app = await buildApp(c);
   await app.listen({ port: c.config.httpPort, host: c.config.httpHost });
   c.logger.info({ url: `http://${c.config.httpHost}:${c.config.httpPort}` }, 'HTTP API listening');
   every(c, 5_000, 'flush-api-key-last-used', () => c.apiKeys.flushLastUsed());
   return { name: 'api', stop: () => app.close() };
-}
-
-/** Periodic maintenance guarded by a lease so one node at a time runs it. */
-function startScheduler(c: Container): Running {
-  // The lease outlives two intervals, so its holder renews it before anyone else may take it.
-  const purgeMs = c.config.idempotencyPurgeSeconds * 1000;
-  every(c, purgeMs, 'idempotency-purge', async () => {
-    if (await acquireLease(c.database, 'idempotency-purge', c.node.holder, 2 * purgeMs)) {
-      const n = await c.idempotency.purgeExpired();
-      if (n) c.logger.info({ removed: n }, 'expired idempotency keys purged');
-    }
-  });
-  every(c, EVENT_RETENTION_INTERVAL_MS, 'event-retention', () => runEventRetention(c, c.node.holder));
-  return { name: 'scheduler', stop: async () => {} };
 }
 
 /**
@@ -55,15 +47,11 @@ async function joinNodes(c: Container): Promise<NodeMembership> {
 }
 
 /** Starts `roles`; the last entry is the node membership, to be stopped after every role. */
-export async function startRoles(c: Container, roles: readonly Role[]): Promise<Running[]> {
+export async function startRoles(c: Container, roles: readonly Role[]): Promise<Stoppable[]> {
   const membership = await joinNodes(c);
-  const running: Running[] = [];
+  const running: Stoppable[] = [];
   if (roles.includes('worker')) {
-    running.push(startScheduler(c));
-    const worker = createDeliveryWorker(c, c.node.holder);
-    worker.start();
-    running.push({ name: 'delivery', stop: () => worker.stop() });
-    running.push(startWebhookDispatcher(c, c.node.holder));
+    for (const start of WORKER_ENGINES) running.push(start(c));
   }
   if (roles.includes('smtp')) {
     const smtp = await startSmtpServer(c);
@@ -75,7 +63,7 @@ export async function startRoles(c: Container, roles: readonly Role[]): Promise<
 }
 
 /** SIGTERM/SIGINT: stop taking work, finish in-flight work (10 s at most), release, exit 0. */
-export function installShutdown(c: Container, running: Running[]) {
+export function installShutdown(c: Container, running: Stoppable[]) {
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;

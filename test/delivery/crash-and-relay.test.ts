@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
+import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import {
   call,
   createTenant,

@@ -7,7 +7,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
+import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';

@@ -14,7 +14,7 @@ import libmime from 'libmime';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDkimKeyPair } from '../../src/modules/delivery/render/dkim.ts';
-import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
+import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call } from '../helpers/context.ts';
 import { type DkimVerifier, startDkimVerifier } from '../peers/dkim-verifier.ts';
@@ -141,11 +141,9 @@ describe('API submission', () => {
       key: s.tenant.apiKey,
       body: {
         recipients: [
-          {
-            email: 'api-headers@dest.test',
-            name: 'Zoë Ünal',
-            substitution_data: { s: 'a\u0007b\r\nBcc: evil@x.test' },
-          },
+          { email: 'api-headers@dest.test', name: 'Zoë Ünal', substitution_data: { s: 'a b' } },
+          // Control characters from substitution_data never reach a header: that message fails.
+          { email: 'api-headers-bad@dest.test', substitution_data: { s: 'a\u0007b\r\nBcc: evil@x.test' } },
         ],
         content: {
           from: 'Grüße Shop <shop@example.com>',
@@ -170,6 +168,22 @@ describe('API submission', () => {
     expect(libmime.decodeWords(String(parsed.headers.get('x-note')))).toBe('café');
     expect(parsed.to && 'value' in parsed.to ? parsed.to.value[0]?.name : '').toBe('Zoë Ünal');
     expect(await verifier.verify(m.message)).toBe('pass');
+    const txId = (res.json() as { transmission_id: string }).transmission_id;
+    for (let end = Date.now() + 20_000; ; ) {
+      const bad = await s.ctx.c.database.db
+        .selectFrom('messages')
+        .select(['state', 'last_response'])
+        .where('transmission_id', '=', txId)
+        .where('recipient', '=', 'api-headers-bad@dest.test')
+        .executeTakeFirstOrThrow();
+      if (bad.state === 'failed') {
+        expect(bad.last_response).toMatch(/^render_failed: subject: /);
+        break;
+      }
+      if (Date.now() > end) throw new Error(`api-headers-bad@dest.test is still ${bad.state}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(sink.messages.some((x) => x.rcptTo.includes('api-headers-bad@dest.test'))).toBe(false);
 
     // NUL is refused anywhere in a request; other control characters in header values too.
     for (const value of ['a\u0000b', 'a\u0007b', 'a\r\nBcc: evil@x.test']) {

@@ -6,7 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
+import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import { call, createTenant, createTestContext, type TestContext } from '../helpers/context.ts';
 import { type SinkMxOptions, startSinkMx, TEST_CA_LEAF_CERT, TEST_CA_LEAF_KEY } from '../peers/sink-mx.ts';
 

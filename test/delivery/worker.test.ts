@@ -3,7 +3,7 @@ import { dkimVerify } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dkimDnsRecordValue, generateDkimKeyPair } from '../../src/modules/delivery/render/dkim.ts';
-import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
+import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';

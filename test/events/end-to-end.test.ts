@@ -3,7 +3,7 @@
  * message.delivered on a signed webhook and in GET /v1/events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeliveryWorker } from '../../src/modules/delivery/index.ts';
+import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import type { EventView } from '../../src/modules/events/events.types.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';

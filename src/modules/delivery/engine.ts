@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import type { Container } from '../../container.ts';
+import type { Stoppable } from '../../engine.ts';
 import { MtaStsResolver } from './smtp/mta-sts.ts';
 import { MxResolver } from './mx-resolver.ts';
 import { createRenderer } from './render/render-pool.ts';
@@ -51,4 +52,11 @@ export function createDeliveryWorker(
     renderer: createRenderer(c.config.renderThreads, c.logger),
     ...overrides,
   });
+}
+
+/** Starts this node's delivery worker (worker role); stop() finishes in-flight sessions. */
+export function start(c: Container): Stoppable {
+  const worker = createDeliveryWorker(c, c.node.holder);
+  worker.start();
+  return { name: 'delivery', stop: () => worker.stop() };
 }

@@ -1,0 +1,13 @@
+import type { Container } from './container.ts';
+
+/** Something a role started; stop() stops taking new work and finishes what is in flight. */
+export interface Stoppable {
+  name: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A module's background engine (delivery, webhook dispatch, periodic jobs): each module that has
+ * one exports it as `start` from its `engine.ts`, and src/roles.ts lists it once.
+ */
+export type StartEngine = (c: Container) => Stoppable;
