@@ -208,31 +208,61 @@ export class OpenLoop {
   }
 }
 
-/** RSS (MB) and CPU seconds (user + system, all threads) of a process, from /proc. */
-export function procStat(pid: number): { rssMb: number; cpuSeconds: number } {
+/**
+ * RSS (MB), CPU seconds (user + system, all threads) and bytes written to storage (MB, all
+ * threads: the SQLite WAL and the checkpoints) of a process, from /proc.
+ */
+export function procStat(pid: number): { rssMb: number; cpuSeconds: number; writtenMb: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const rss = /VmRSS:\s+(\d+) kB/.exec(status);
     // Fields after the parenthesised command name: utime is the 12th, stime the 13th.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { rssMb: rss ? Number(rss[1]) / 1024 : Number.NaN, cpuSeconds: (Number(f[11]) + Number(f[12])) / 100 };
+    const io = /^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return {
+      rssMb: rss ? Number(rss[1]) / 1024 : Number.NaN,
+      cpuSeconds: (Number(f[11]) + Number(f[12])) / 100,
+      writtenMb: io ? Number(io[1]) / 2 ** 20 : Number.NaN,
+    };
   } catch {
-    return { rssMb: Number.NaN, cpuSeconds: Number.NaN };
+    return { rssMb: Number.NaN, cpuSeconds: Number.NaN, writtenMb: Number.NaN };
   }
 }
 
-/** V8 heap used and RSS (MB) from a Prometheus /metrics page (prom-client default metrics). */
-export async function scrapeMemory(origin: string): Promise<{ heapMb: number; rssMb: number }> {
+/**
+ * From a Prometheus /metrics page (prom-client default metrics): V8 heap used and RSS (MB), the
+ * event loop's delay since the previous scrape (prom-client resets its histogram on every
+ * collect, so with one scraper these are per window) and the cumulative GC pause time.
+ */
+export async function scrapeServer(
+  origin: string,
+): Promise<{ heapMb: number; rssMb: number; loopMaxMs: number; loopP99Ms: number; gcSeconds: number }> {
   try {
     const text = await (await fetch(`${origin}/metrics`)).text();
-    const get = (name: string) => {
-      const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(text);
-      return m ? Number(m[1]) / 2 ** 20 : Number.NaN;
+    /** Sum of every sample of `name` (all label sets). */
+    const sum = (name: string) => {
+      let total = Number.NaN;
+      for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'gm'))) {
+        total = (Number.isNaN(total) ? 0 : total) + Number(m[1]);
+      }
+      return total;
     };
-    return { heapMb: get('nodejs_heap_size_used_bytes'), rssMb: get('process_resident_memory_bytes') };
+    return {
+      heapMb: sum('nodejs_heap_size_used_bytes') / 2 ** 20,
+      rssMb: sum('process_resident_memory_bytes') / 2 ** 20,
+      loopMaxMs: sum('nodejs_eventloop_lag_max_seconds') * 1000,
+      loopP99Ms: sum('nodejs_eventloop_lag_p99_seconds') * 1000,
+      gcSeconds: sum('nodejs_gc_duration_seconds_sum'),
+    };
   } catch {
-    return { heapMb: Number.NaN, rssMb: Number.NaN };
+    return {
+      heapMb: Number.NaN,
+      rssMb: Number.NaN,
+      loopMaxMs: Number.NaN,
+      loopP99Ms: Number.NaN,
+      gcSeconds: Number.NaN,
+    };
   }
 }
 

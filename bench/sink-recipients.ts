@@ -44,3 +44,5 @@ process.on('message', (m: { count?: boolean; dump?: boolean }) => {
   if (m.count) process.send?.({ count: total });
   if (m.dump) process.send?.({ count: total, unparsed, counts });
 });
+// The parent (a benchmark) is gone: do not linger as an orphan holding the port.
+process.on('disconnect', () => process.exit(0));

@@ -10,14 +10,14 @@
  * BENCH_DATABASE_URL is set.
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { freePort, machine, spawnNode, table, waitHttp } from './lib.ts';
 import { compareDelivery, freshPgDatabase, startRecipientSink } from './lib-pg.ts';
-import { mean, OpenLoop, procStat, scrapeMemory, slope, type WindowStats } from './lib-soak.ts';
+import { mean, OpenLoop, procStat, scrapeServer, slope, type WindowStats } from './lib-soak.ts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const RATE = Number(process.env.SOAK_RPS ?? 1000);
@@ -29,6 +29,11 @@ const [SEND_OF_20, EVENTS_OF_20] = (process.env.SOAK_MIX ?? '16,2').split(',').m
 const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? '';
 const SPLIT = process.env.SOAK_ROLES === 'split';
 const CAPACITY = Math.ceil(SECONDS * RATE * (SEND_OF_20 / 20)) + 10_000;
+/** The targets the verdict prints (issue 13): p99 under this in every window, RSS flat within RSS_FLAT. */
+const P99_TARGET_MS = Number(process.env.SOAK_P99_TARGET_MS ?? 250);
+const RSS_FLAT = 0.05;
+/** Extra node options for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a stall. */
+const NODE_ARGS = (process.env.SOAK_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 async function cleanup() {
@@ -52,6 +57,15 @@ interface Row {
   w: WindowStats;
   rss: number[];
   heapMb: number;
+  /** Longest event-loop delay of the (first) server in this window, and its p99. */
+  loopMaxMs: number;
+  loopP99Ms: number;
+  /** Time the server spent in GC pauses during this window. */
+  gcMs: number;
+  /** SQLite WAL file size at the end of the window (NaN on PostgreSQL). */
+  walMb: number;
+  /** MB/s the server processes wrote to storage during the window. */
+  writeMbs: number;
   cpuPct: number;
   queue: number;
   delivered: number;
@@ -145,10 +159,10 @@ async function main() {
   const key = (JSON.parse(out) as { api_key: string }).api_key;
   const children = SPLIT
     ? [
-        spawnNode(['bin/postyard.js', 'start', '--roles', 'api,smtp'], env),
-        spawnNode(['bin/postyard.js', 'start', '--roles', 'worker'], env),
+        spawnNode([...NODE_ARGS, 'bin/postyard.js', 'start', '--roles', 'api,smtp'], env),
+        spawnNode([...NODE_ARGS, 'bin/postyard.js', 'start', '--roles', 'worker'], env),
       ]
-    : [spawnNode(['bin/postyard.js', 'start'], env)];
+    : [spawnNode([...NODE_ARGS, 'bin/postyard.js', 'start'], env)];
   for (const c of children) cleanups.push(() => stopChild(c));
   const origin = `http://127.0.0.1:${httpPort}`;
   await waitHttp(`${origin}/healthz`);
@@ -195,25 +209,46 @@ async function main() {
   });
   const rows: Row[] = [];
   let lastCpu = children.map((c) => procStat(c.pid as number).cpuSeconds);
+  let lastGc = (await scrapeServer(origin)).gcSeconds;
+  let lastWritten = children.map((c) => procStat(c.pid as number).writtenMb);
+  const walMb = () => {
+    try {
+      return statSync(join(dir, 'postyard.sqlite-wal')).size / 2 ** 20;
+    } catch {
+      return Number.NaN;
+    }
+  };
   await drive(load, SECONDS, async (t, w, tail) => {
     const stats = children.map((c) => procStat(c.pid as number));
     const cpu = stats.map((s) => s.cpuSeconds);
     const cpuPct = (100 * cpu.reduce((a, b, k) => a + b - (lastCpu[k] ?? 0), 0)) / w.seconds;
     lastCpu = cpu;
+    const written = stats.map((s) => s.writtenMb);
+    const writeMbs = written.reduce((a, b, k) => a + b - (lastWritten[k] ?? 0), 0) / w.seconds;
+    lastWritten = written;
+    const server = await scrapeServer(origin);
     const row: Row = {
       t,
       tail,
       w,
       rss: stats.map((s) => s.rssMb),
-      heapMb: (await scrapeMemory(origin)).heapMb,
+      heapMb: server.heapMb,
+      loopMaxMs: server.loopMaxMs,
+      loopP99Ms: server.loopP99Ms,
+      gcMs: (server.gcSeconds - lastGc) * 1000,
+      walMb: db ? Number.NaN : walMb(),
+      writeMbs,
       cpuPct,
       queue: await queueDepth(),
       delivered: await sink.count(),
     };
+    lastGc = server.gcSeconds;
     rows.push(row);
     console.log(
-      `  t=${t}s ok/s=${Math.round(w.ok / w.seconds)} p50=${w.p50.toFixed(1)} p99=${w.p99.toFixed(1)} ms ` +
-        `errors=${w.errors} rss=${row.rss.map((r) => Math.round(r)).join('+')} MB queue=${row.queue} delivered=${row.delivered}`,
+      `  t=${t}s ok/s=${Math.round(w.ok / w.seconds)} p50=${w.p50.toFixed(1)} p99=${w.p99.toFixed(1)} max=${Math.round(w.max)} ms ` +
+        `errors=${w.errors} loop max=${Math.round(row.loopMaxMs)} ms gc=${Math.round(row.gcMs)} ms ` +
+        `rss=${row.rss.map((r) => Math.round(r)).join('+')} MB${db ? '' : ` wal=${row.walMb.toFixed(1)} MB`} ` +
+        `queue=${row.queue} delivered=${row.delivered}`,
     );
   });
   await load.close();
@@ -249,6 +284,10 @@ async function main() {
         'max ms': Math.round(r.w.max),
         'RSS MB': r.rss.map((x) => Math.round(x)).join('+'),
         'heap MB': Math.round(r.heapMb),
+        'loop max ms': Math.round(r.loopMaxMs),
+        'GC ms': Math.round(r.gcMs),
+        ...(db ? {} : { 'WAL MB': Math.round(r.walMb) }),
+        'write MB/s': Math.round(r.writeMbs),
         'CPU %': Math.round(r.cpuPct),
         queue: r.queue,
         delivered: r.delivered,
@@ -307,19 +346,36 @@ async function main() {
   );
   console.log(`achieved rate ratio postyard / bare: ${(okRate(steady) / okRate(bsteady)).toFixed(2)}`);
 
-  const memOk = rssGrowth / rssOf(first) < 0.1;
+  const memOk = Math.abs(rssGrowth) / rssOf(first) <= RSS_FLAT;
+  // Every window that saw answers counts, warm-up and tail included: a stall is a stall.
+  const judged = rows.filter((r) => r.w.ok + r.w.errors > 0);
+  const slowWindows = judged.filter((r) => !(r.w.p99 < P99_TARGET_MS));
   const latOk = p99Ratio < 1.5;
   const rateOk = okRate(steady) >= 0.98 * RATE && totalErrors === 0;
   const drained = depth === 0;
   const mailOk = drained && check.lost === 0;
   console.log('\nVerdict:');
   console.log(
+    `  target p99 < ${P99_TARGET_MS} ms in every window: ${
+      slowWindows.length === 0
+        ? `MET (${judged.length} windows, worst p99 ${Math.max(...judged.map((r) => r.w.p99)).toFixed(1)} ms)`
+        : `NOT MET in ${slowWindows.length} of ${judged.length} windows (${slowWindows
+            .map((r) => `t=${r.t}s p99 ${Math.round(r.w.p99)} ms`)
+            .join(', ')})`
+    }; longest event-loop delay ${Math.round(Math.max(...rows.map((r) => r.loopMaxMs)))} ms`,
+  );
+  console.log(
+    `  target RSS last third within ${RSS_FLAT * 100} % of the first: ${memOk ? 'MET' : 'NOT MET'} (${Math.round(
+      rssOf(first),
+    )} -> ${Math.round(rssOf(last))} MB, ${((100 * rssGrowth) / rssOf(first)).toFixed(1)} %)`,
+  );
+  console.log(
     `  memory: RSS ${Math.round(rssOf(first))} -> ${Math.round(rssOf(last))} MB (first vs last third of steady windows, ` +
       `${rssGrowth >= 0 ? '+' : ''}${rssGrowth.toFixed(1)} MB, slope ${slope(
         minutes,
         steady.map((r) => r.rss.reduce((a, b) => a + b, 0)),
       ).toFixed(2)} MB/min), heap ${heapGrowth >= 0 ? '+' : ''}${heapGrowth.toFixed(1)} MB, peak RSS ` +
-      `${peak.map((x) => Math.round(x)).join('+')} MB: ${memOk ? 'no growth (< 10 %)' : 'GROWS (>= 10 %)'}`,
+      `${peak.map((x) => Math.round(x)).join('+')} MB`,
   );
   console.log(
     `  latency: p99 last/first third ${p99Ratio.toFixed(2)}, p50 ${p50Ratio.toFixed(2)}: ${latOk ? 'no rise (< 1.5x)' : 'RISES (>= 1.5x)'}`,
