@@ -3,8 +3,10 @@
  * with SOAK_ROLES=split on PostgreSQL) under a steady open-loop 1,000 requests/s for SOAK_SECONDS
  * (default 600): 80 % POST /v1/transmissions (one recipient each, delivered through the relay to a
  * sink in its own process), 10 % GET /v1/events, 10 % GET /v1/messages/:id. Every window it samples
- * latency, achieved rate, RSS/heap/CPU of the server, queue depth and delivered count; at the end it
- * waits for the queue to drain and checks that every 202 reached the sink exactly once. Baseline in
+ * latency, achieved rate, RSS/heap/CPU of the server, its longest event-loop delay and GC time, the
+ * SQLite WAL size, MB/s written, queue depth and delivered count; the verdict holds it to p99 under
+ * SOAK_P99_TARGET_MS (250) in every window and RSS flat (last third within 5 % of the first). At the
+ * end it waits for the queue to drain and checks that every 202 reached the sink exactly once. Baseline in
  * the same run: the same load against bare Fastify routes (bench/soak-baseline.ts).
  * SQLite by default; PostgreSQL (a fresh database, dropped at the end) when DATABASE_URL or
  * BENCH_DATABASE_URL is set.
