@@ -19,6 +19,8 @@ export interface TenantsTable {
   tenant_rate_limit_burst?: number | null;
   /** Cap on sending domains; null = POSTYARD_MAX_DOMAINS_PER_TENANT (migration 008). */
   max_sending_domains?: number | null;
+  /** Tracking defaults per mail type as JSON; null = built-in (migration 012, docs/tracking.md). */
+  tracking_settings?: string | null;
   created_at: string;
 }
 
@@ -69,6 +71,8 @@ export interface SuppressionsTable {
   reason_category: string;
   description: string | null;
   source: string;
+  /** `all` or `marketing` (migration 012; rows written before it read as `all`). */
+  scope?: string;
   created_at: string;
   updated_at: string;
 }
@@ -344,4 +348,14 @@ export interface DB {
   dashboard_login_links: DashboardLoginLinksTable;
   templates: TemplatesTable;
   template_versions: TemplateVersionsTable;
+  tracking_firsts: TrackingFirstsTable;
+}
+
+/** The first open of a message (kind `open`, link 0) / first click of a link (kind `click`). */
+export interface TrackingFirstsTable {
+  tenant_id: string;
+  message_id: string;
+  kind: string;
+  link: number;
+  created_at: string;
 }

@@ -10,6 +10,7 @@ import * as m006 from './006_attempt_tls_policy.ts';
 import * as m007 from './007_nodes.ts';
 import * as m010 from './010_tenant_rate_limit.ts';
 import * as m011 from './011_templates.ts';
+import * as m012 from './012_tracking.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '007_nodes': m007,
   '010_tenant_rate_limit': m010,
   '011_templates': m011,
+  '012_tracking': m012,
 };

@@ -11,6 +11,9 @@ export const SUPPRESSION_SOURCES = ['api', 'import', 'bounce', 'complaint', 'uns
 export type SuppressionType = (typeof SUPPRESSION_TYPES)[number];
 export type ReasonCategory = (typeof REASON_CATEGORIES)[number];
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
+/** `all`: no mail at all; `marketing`: marketing mail only (an unsubscribe; docs/tracking.md). */
+export const SUPPRESSION_SCOPES = ['all', 'marketing'] as const;
+export type SuppressionScope = (typeof SUPPRESSION_SCOPES)[number];
 
 export const MAX_UPSERT_ITEMS = 10_000;
 export const MAX_IMPORT_ROWS = 1_000_000;
@@ -23,7 +26,7 @@ export const MAX_DESCRIPTION_CHARS = 1024;
  * other writers from waiting long on SQLite's lock.
  */
 export const IMPORT_BATCH_ROWS = 1000;
-export const CSV_COLUMNS = ['identifier', 'type', 'reason_category', 'description'] as const;
+export const CSV_COLUMNS = ['identifier', 'type', 'reason_category', 'description', 'scope'] as const;
 export type CsvColumn = (typeof CSV_COLUMNS)[number];
 
 export interface SuppressionView {
@@ -33,6 +36,7 @@ export interface SuppressionView {
   reason_category: string;
   description: string | null;
   source: string;
+  scope: SuppressionScope;
   created_at: string;
   updated_at: string;
 }
@@ -43,6 +47,8 @@ export interface SuppressionItemInput {
   type?: unknown;
   reason_category?: unknown;
   description?: unknown;
+  /** Default `all`. */
+  scope?: unknown;
 }
 
 /** A validated, normalized item ready to be written. */
@@ -52,6 +58,7 @@ export interface NormalizedItem {
   reason_category: ReasonCategory;
   description: string | null;
   source: SuppressionSource;
+  scope: SuppressionScope;
 }
 
 export interface UpsertResult {
@@ -69,6 +76,7 @@ export interface SuppressionMatch {
   id: string;
   reason_category: string;
   type: SuppressionType;
+  scope: SuppressionScope;
   /** The stored identifier that matched (the address, or its domain). */
   identifier: string;
 }
@@ -79,6 +87,7 @@ export interface ListQuery {
   type?: string | undefined;
   reason_category?: string | undefined;
   identifier?: string | undefined;
+  scope?: string | undefined;
 }
 
 export function toView(row: SuppressionsTable): SuppressionView {
@@ -89,6 +98,7 @@ export function toView(row: SuppressionsTable): SuppressionView {
     reason_category: row.reason_category,
     description: row.description,
     source: row.source,
+    scope: row.scope === 'marketing' ? 'marketing' : 'all',
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -96,6 +106,10 @@ export function toView(row: SuppressionsTable): SuppressionView {
 
 export function isType(v: unknown): v is SuppressionType {
   return v === 'email' || v === 'domain';
+}
+
+export function isScope(v: unknown): v is SuppressionScope {
+  return v === 'all' || v === 'marketing';
 }
 
 export function isReason(v: unknown): v is ReasonCategory {
@@ -148,6 +162,8 @@ export function checkItem(
           : `reason_category must be one of ${REASON_CATEGORIES.join(', ')}`,
     };
   }
+  const scope = item.scope ?? 'all';
+  if (!isScope(scope)) return { field: 'scope', message: `scope must be one of ${SUPPRESSION_SCOPES.join(', ')}` };
   if (typeof item.identifier !== 'string') return { field: 'identifier', message: 'identifier must be a string' };
   const id = normalizeIdentifier(type, item.identifier);
   if ('error' in id) return { field: 'identifier', message: id.error };
@@ -163,7 +179,7 @@ export function checkItem(
     }
     description = item.description;
   }
-  return { identifier: id.value, type, reason_category: reason, description, source };
+  return { identifier: id.value, type, reason_category: reason, description, source, scope };
 }
 
 export function identityKey(type: string, identifier: string): string {
@@ -171,7 +187,7 @@ export function identityKey(type: string, identifier: string): string {
 }
 
 export function encode(it: NormalizedItem): string {
-  return encodeSuppression(it.identifier, it.type, it.reason_category, it.description, it.source);
+  return encodeSuppression(it.identifier, it.type, it.reason_category, it.description, it.source, it.scope);
 }
 
 export type ColumnIndex = Partial<Record<CsvColumn, number>> & { identifier: number; width: number };
@@ -212,5 +228,6 @@ export function rowToItem(fields: string[], cols: ColumnIndex): SuppressionItemI
     type: cell('type')?.toLowerCase(),
     reason_category: cell('reason_category')?.toLowerCase(),
     description: cell('description'),
+    scope: cell('scope')?.toLowerCase(),
   };
 }

@@ -20,7 +20,7 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 
 /**
  * One suppression to write, encoded as the JSON text `[identifier, type, reason_category,
- * description, source]`. Writers hold batches as these strings rather than objects: one compact
+ * description, source, scope]`. Writers hold batches as these strings rather than objects: one compact
  * allocation per row, appended to the statement's JSON parameter as is.
  */
 export function encodeSuppression(
@@ -29,8 +29,9 @@ export function encodeSuppression(
   reasonCategory: string,
   description: string | null,
   source: string,
+  scope: string,
 ): string {
-  return JSON.stringify([identifier, type, reasonCategory, description, source]);
+  return JSON.stringify([identifier, type, reasonCategory, description, source, scope]);
 }
 
 /**
@@ -58,7 +59,7 @@ export async function upsertSuppressions(
   let created = 0;
   for (const chunk of chunks(sorted, ROWS_PER_STATEMENT)) {
     const ids = newIds(chunk.length);
-    // Each element: [id, now, identifier, type, reason_category, description, source].
+    // Each element: [id, now, identifier, type, reason_category, description, source, scope].
     let payload = '[';
     for (let i = 0; i < chunk.length; i++) {
       payload += `${i ? ',' : ''}["${ids[i]}",${nowJson},${(chunk[i] ?? '[]').slice(1)}`;
@@ -83,24 +84,26 @@ export async function upsertSuppressions(
 function upsertSql(returning: string) {
   const update =
     'reason_category = excluded.reason_category, description = excluded.description, ' +
-    'source = excluded.source, updated_at = excluded.updated_at';
-  const columns = '(tenant_id, id, identifier, type, reason_category, description, source, created_at, updated_at)';
+    'source = excluded.source, scope = excluded.scope, updated_at = excluded.updated_at';
+  const columns =
+    '(tenant_id, id, identifier, type, reason_category, description, source, scope, created_at, updated_at)';
   return dialectSql({
     sqlite:
       `insert into suppressions ${columns} ` +
-      'select ?, j.value ->> 0, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 1, j.value ->> 1 ' +
+      'select ?, j.value ->> 0, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 1, j.value ->> 1 ' +
       'from json_each(?) as j where true ' +
       `on conflict (tenant_id, type, identifier) do update set ${update} ` +
       'where suppressions.reason_category is not excluded.reason_category ' +
-      'or suppressions.description is not excluded.description or suppressions.source is not excluded.source' +
+      'or suppressions.description is not excluded.description or suppressions.source is not excluded.source ' +
+      'or suppressions.scope is not excluded.scope' +
       returning,
     postgres:
       `insert into suppressions ${columns} ` +
-      'select $1, j ->> 0, j ->> 2, j ->> 3, j ->> 4, j ->> 5, j ->> 6, j ->> 1, j ->> 1 ' +
+      'select $1, j ->> 0, j ->> 2, j ->> 3, j ->> 4, j ->> 5, j ->> 6, j ->> 7, j ->> 1, j ->> 1 ' +
       'from jsonb_array_elements($2::jsonb) as j ' +
       `on conflict (tenant_id, type, identifier) do update set ${update} ` +
-      'where (suppressions.reason_category, suppressions.description, suppressions.source) ' +
-      'is distinct from (excluded.reason_category, excluded.description, excluded.source)' +
+      'where (suppressions.reason_category, suppressions.description, suppressions.source, suppressions.scope) ' +
+      'is distinct from (excluded.reason_category, excluded.description, excluded.source, excluded.scope)' +
       returning,
   });
 }
@@ -114,6 +117,7 @@ export interface SuppressionFilter {
   type?: string;
   reasonCategory?: string;
   identifier?: string;
+  scope?: string;
 }
 
 export async function listSuppressions(
@@ -125,6 +129,7 @@ export async function listSuppressions(
   if (f.type) q = q.where('type', '=', f.type);
   if (f.reasonCategory) q = q.where('reason_category', '=', f.reasonCategory);
   if (f.identifier !== undefined) q = q.where('identifier', '=', f.identifier);
+  if (f.scope) q = q.where('scope', '=', f.scope);
   if (f.afterId) q = q.where('id', '<', f.afterId);
   return q
     .orderBy('id', 'desc')
@@ -176,8 +181,8 @@ export async function findByIdentifiers(
   tenantId: string,
   type: string,
   identifiers: readonly string[],
-): Promise<Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category'>[]> {
-  type Row = Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category'>;
+): Promise<Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category' | 'scope'>[]> {
+  type Row = Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category' | 'scope'>;
   const out: Row[] = [];
   for (const chunk of chunks(identifiers, IN_CHUNK)) {
     // Asked on every accept: written as SQL text (cached per size) rather than built by Kysely
@@ -189,5 +194,5 @@ export async function findByIdentifiers(
 
 const findSql = shapedSql(1000, (param, _dialect, n: number) => {
   const list = Array.from({ length: n }, (_, i) => param(i + 3)).join(', ');
-  return `select "id", "identifier", "reason_category" from "suppressions" where "tenant_id" = ${param(1)} and "type" = ${param(2)} and "identifier" in (${list})`;
+  return `select "id", "identifier", "reason_category", "scope" from "suppressions" where "tenant_id" = ${param(1)} and "type" = ${param(2)} and "identifier" in (${list})`;
 });

@@ -10,6 +10,7 @@ import {
   MAX_IMPORT_ROWS,
   MAX_UPSERT_ITEMS,
   REASON_CATEGORIES,
+  SUPPRESSION_SCOPES,
   SUPPRESSION_SOURCES,
   SUPPRESSION_TYPES,
 } from './suppressions.service.ts';
@@ -25,6 +26,10 @@ const Suppression = Type.Object({
   reason_category: Type.String({ enum: [...REASON_CATEGORIES] }),
   description: Type.Union([Type.String(), Type.Null()]),
   source: Type.String({ enum: [...SUPPRESSION_SOURCES] }),
+  scope: Type.String({
+    enum: [...SUPPRESSION_SCOPES],
+    description: 'all: no mail is sent to it; marketing: only marketing mail is withheld (an unsubscribe).',
+  }),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -42,6 +47,7 @@ const UpsertBody = Type.Object(
           type: Type.String({ enum: [...SUPPRESSION_TYPES] }),
           reason_category: Type.String({ enum: [...REASON_CATEGORIES] }),
           description: Type.Optional(Type.Union([Type.String({ maxLength: MAX_DESCRIPTION_CHARS }), Type.Null()])),
+          scope: Type.Optional(Type.String({ enum: [...SUPPRESSION_SCOPES], description: 'Default all.' })),
         },
         { additionalProperties: false },
       ),
@@ -63,8 +69,8 @@ const ImportForm = Type.Object(
       contentEncoding: 'binary',
       contentMediaType: 'text/csv',
       description:
-        `CSV with header row identifier,type,reason_category,description (only identifier required; type ` +
-        `defaults to email, reason_category to manual). Up to ${MAX_IMPORT_ROWS} rows.`,
+        `CSV with header row identifier,type,reason_category,description[,scope] (only identifier required; type ` +
+        `defaults to email, reason_category to manual, scope to all). Up to ${MAX_IMPORT_ROWS} rows.`,
     }),
   },
   { required: ['file'] },

@@ -20,6 +20,9 @@ import {
   type SuppressionType,
   type ReasonCategory,
   type SuppressionSource,
+  type SuppressionScope,
+  SUPPRESSION_SCOPES,
+  isScope,
   MAX_UPSERT_ITEMS,
   MAX_IMPORT_ROWS,
   MAX_IMPORT_ERRORS,
@@ -102,7 +105,7 @@ export class SuppressionsService {
   }
 
   /**
-   * Imports a CSV stream (header `identifier,type,reason_category,description`; only identifier
+   * Imports a CSV stream (header `identifier,type,reason_category,description[,scope]`; only identifier
    * required). Holds one batch in memory: rows are upserted IMPORT_BATCH_ROWS at a time, each
    * batch in its own transaction, so a failure part-way leaves the earlier batches
    * applied (harmless: an import is an upsert and can simply be repeated). Bad rows are skipped
@@ -205,6 +208,11 @@ export class SuppressionsService {
         field: 'reason_category',
       });
     }
+    if (q.scope !== undefined && !isScope(q.scope)) {
+      throw new AppError('invalid_parameter', `scope must be one of ${SUPPRESSION_SCOPES.join(', ')}`, {
+        field: 'scope',
+      });
+    }
     let type = q.type;
     let identifier: string | undefined;
     if (q.identifier !== undefined) {
@@ -223,6 +231,7 @@ export class SuppressionsService {
       ...(type ? { type } : {}),
       ...(q.reason_category ? { reasonCategory: q.reason_category } : {}),
       ...(identifier !== undefined ? { identifier } : {}),
+      ...(q.scope ? { scope: q.scope } : {}),
     });
     return toPage(rows, q.limit, this.cursors, toView);
   }
@@ -242,12 +251,15 @@ export class SuppressionsService {
    * matches the address exactly (domain part case-insensitive, local part exact); a `domain`
    * suppression matches every address at exactly that domain (not its subdomains). Keys of the
    * result are the strings passed in; an email-type match wins over a domain-type one.
+   * A `marketing`-scoped suppression applies only when `mailType` is `marketing` (given by the
+   * accept path; without it every suppression applies).
    * Costs two chunked IN queries per 1,000 distinct addresses/domains on the unique index.
    */
   async findSuppressed(
     db: Executor,
     tenantId: string,
     emails: readonly string[],
+    mailType?: string,
   ): Promise<Map<string, SuppressionMatch>> {
     const byNormalized = new Map<string, string[]>();
     for (const e of emails) {
@@ -264,15 +276,24 @@ export class SuppressionsService {
       await findByIdentifiers(db, tenantId, 'email', [...byNormalized.keys()]),
       await findByIdentifiers(db, tenantId, 'domain', [...domains]),
     ];
-    const byDomain = new Map(domainRows.map((r) => [r.identifier, r]));
-    const byEmail = new Map(emailRows.map((r) => [r.identifier, r]));
+    const applies = (r: { scope?: string }) =>
+      mailType === undefined || mailType === 'marketing' || (r.scope ?? 'all') === 'all';
+    const byDomain = new Map(domainRows.filter(applies).map((r) => [r.identifier, r]));
+    const byEmail = new Map(emailRows.filter(applies).map((r) => [r.identifier, r]));
+    const scopeOf = (r: { scope?: string }): SuppressionScope => (r.scope === 'marketing' ? 'marketing' : 'all');
     for (const [n, originals] of byNormalized) {
       const e = byEmail.get(n);
       const d = e ? undefined : byDomain.get(domainOf(n));
       const match: SuppressionMatch | undefined = e
-        ? { id: e.id, reason_category: e.reason_category, type: 'email', identifier: e.identifier }
+        ? { id: e.id, reason_category: e.reason_category, type: 'email', scope: scopeOf(e), identifier: e.identifier }
         : d
-          ? { id: d.id, reason_category: d.reason_category, type: 'domain', identifier: d.identifier }
+          ? {
+              id: d.id,
+              reason_category: d.reason_category,
+              type: 'domain',
+              scope: scopeOf(d),
+              identifier: d.identifier,
+            }
           : undefined;
       if (match) for (const o of originals) result.set(o, match);
     }
@@ -281,7 +302,9 @@ export class SuppressionsService {
 
   /**
    * For the bounce, complaint and unsubscribe handlers: upserts one suppression in `db` (their
-   * transaction) and returns it. A repeat updates reason, source and description.
+   * transaction) and returns it. A repeat updates reason, source and description, except that a
+   * `marketing` one (an unsubscribe) never narrows an existing `all` entry (a hard bounce stays
+   * a block on every mail): that entry is returned unchanged.
    */
   async addAutomatic(
     db: Executor,
@@ -292,6 +315,7 @@ export class SuppressionsService {
       reason_category: ReasonCategory;
       source: SuppressionSource;
       description?: string | null;
+      scope?: SuppressionScope;
     },
   ): Promise<SuppressionView> {
     const res = checkItem(
@@ -301,10 +325,15 @@ export class SuppressionsService {
         reason_category: input.reason_category,
         // A bounce's text comes from a remote server: NULs are dropped, not refused (see checkItem).
         description: input.description?.replace(/\0/g, '').slice(0, MAX_DESCRIPTION_CHARS) ?? null,
+        scope: input.scope ?? 'all',
       },
       input.source,
     );
     if ('field' in res) throw validationError([{ field: res.field, message: res.message }]);
+    if (res.scope === 'marketing') {
+      const existing = await findSuppressionByIdentity(db, tenantId, res.type, res.identifier);
+      if (existing && (existing.scope ?? 'all') === 'all') return toView(existing);
+    }
     await upsertSuppressions(db, tenantId, [encode(res)], nowIso(), { count: false });
     const row = await findSuppressionByIdentity(db, tenantId, res.type, res.identifier);
     if (!row) throw new Error('suppression vanished after upsert');

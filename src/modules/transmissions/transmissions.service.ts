@@ -65,6 +65,7 @@ export class TransmissionsService {
       trx,
       tenantId,
       unique.map((r) => r.email),
+      input.mailType,
     );
     await pace.yield();
 
