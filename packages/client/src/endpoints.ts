@@ -34,6 +34,14 @@ export const ENDPOINTS = {
   'sendingDomains.get': ['GET', '/v1/sending-domains/{id}'],
   'sendingDomains.delete': ['DELETE', '/v1/sending-domains/{id}'],
   'sendingDomains.verify': ['POST', '/v1/sending-domains/{id}/verify'],
+  'templates.create': ['POST', '/v1/templates'],
+  'templates.list': ['GET', '/v1/templates'],
+  'templates.get': ['GET', '/v1/templates/{id}'],
+  'templates.update': ['PATCH', '/v1/templates/{id}'],
+  'templates.delete': ['DELETE', '/v1/templates/{id}'],
+  'templates.publish': ['POST', '/v1/templates/{id}/publish'],
+  'templates.versions': ['GET', '/v1/templates/{id}/versions'],
+  'templates.preview': ['POST', '/v1/templates/{id}/preview'],
 } as const satisfies Record<string, readonly [HttpMethod, ApiPath]>;
 
 export type EndpointName = keyof typeof ENDPOINTS;
@@ -51,6 +59,8 @@ export const HELPERS = {
   'apiKeys.iterate': 'apiKeys.list',
   'smtpCredentials.iterate': 'smtpCredentials.list',
   'sendingDomains.iterate': 'sendingDomains.list',
+  'templates.iterate': 'templates.list',
+  'templates.iterateVersions': 'templates.versions',
 } as const satisfies Record<string, EndpointName>;
 
 /** `/v1/webhooks/{id}` with `{ id }` filled in (URI-encoded). */
@@ -71,14 +81,18 @@ export const KEYED_POSTS: ReadonlySet<EndpointName> = new Set<EndpointName>([
   'apiKeys.create',
   'smtpCredentials.create',
   'sendingDomains.create',
+  'templates.create',
 ]);
 
 /**
- * The other POSTs, each with a decision: repeating `sendingDomains.verify` only checks DNS again;
+ * The other POSTs, each with a decision: repeating `sendingDomains.verify` only checks DNS again,
+ * `templates.publish` publishes the same draft again and `templates.preview` only renders;
  * repeating `webhooks.rotateSecret` would rotate twice and drop the secret receivers still use, so
  * it is retried only when the request provably never reached the server.
  */
 export const UNKEYED_POSTS: Readonly<Record<string, 'repeatable' | 'unsent-only'>> = {
   'sendingDomains.verify': 'repeatable',
   'webhooks.rotateSecret': 'unsent-only',
+  'templates.publish': 'repeatable',
+  'templates.preview': 'repeatable',
 } satisfies Partial<Record<EndpointName, 'repeatable' | 'unsent-only'>>;

@@ -16,6 +16,7 @@ import {
   SendingDomains,
   SmtpCredentials,
   Suppressions,
+  Templates,
   Transmissions,
   Webhooks,
 } from './resources.ts';
@@ -29,6 +30,7 @@ export class Postyard {
   readonly apiKeys: ApiKeys;
   readonly smtpCredentials: SmtpCredentials;
   readonly sendingDomains: SendingDomains;
+  readonly templates: Templates;
 
   constructor(options: PostyardOptions) {
     const http = new HttpClient(options);
@@ -40,6 +42,7 @@ export class Postyard {
     this.apiKeys = new ApiKeys(http);
     this.smtpCredentials = new SmtpCredentials(http);
     this.sendingDomains = new SendingDomains(http);
+    this.templates = new Templates(http);
   }
 }
 

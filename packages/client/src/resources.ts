@@ -227,3 +227,41 @@ export class SendingDomains extends Resource {
     return this.call('sendingDomains.verify', { id }, opts);
   }
 }
+
+export class Templates extends Resource {
+  /** Saves version 1 of a new template as its draft (nothing is published yet). */
+  create(body: Body<'templates.create'>, opts?: RequestOptions) {
+    return this.call('templates.create', { json: body }, opts);
+  }
+  list(query?: Query<'templates.list'>, opts?: RequestOptions) {
+    return this.call('templates.list', { query }, opts);
+  }
+  iterate(filters?: Filters<'templates.list'>, opts?: RequestOptions) {
+    return this.pages('templates.list', undefined, filters, opts);
+  }
+  get(id: string, opts?: RequestOptions) {
+    return this.call('templates.get', { id }, opts);
+  }
+  /** Saves a new draft version; fields not sent are carried over from the latest draft. */
+  update(id: string, body: Body<'templates.update'>, opts?: RequestOptions) {
+    return this.call('templates.update', { id, json: body }, opts);
+  }
+  delete(id: string, opts?: RequestOptions): Promise<void> {
+    return this.call('templates.delete', { id }, opts);
+  }
+  /** The draft becomes the published version: sends by `template_id` use it from now on. */
+  publish(id: string, opts?: RequestOptions) {
+    return this.call('templates.publish', { id }, opts);
+  }
+  /** Every saved version, newest first. */
+  versions(id: string, query?: Query<'templates.versions'>, opts?: RequestOptions) {
+    return this.call('templates.versions', { id, query }, opts);
+  }
+  iterateVersions(id: string, filters?: Filters<'templates.versions'>, opts?: RequestOptions) {
+    return this.pages('templates.versions', id, filters, opts);
+  }
+  /** Renders the published version (or the draft with `draft: true`) with sample data. */
+  preview(id: string, body: Body<'templates.preview'>, opts?: RequestOptions) {
+    return this.call('templates.preview', { id, json: body }, opts);
+  }
+}

@@ -82,5 +82,12 @@ export type CreatedSmtpCredential = ResponseBody<'/v1/smtp-credentials', 'POST'>
 export type SendingDomain = ResponseBody<'/v1/sending-domains/{id}', 'GET'>;
 export type SendingDomainCreate = RequestBody<'/v1/sending-domains', 'POST'>;
 
+export type Template = Schemas['Template'];
+export type TemplateVersion = Schemas['TemplateVersion'];
+export type TemplateCreate = RequestBody<'/v1/templates', 'POST'>;
+export type TemplateUpdate = RequestBody<'/v1/templates/{id}', 'PATCH'>;
+export type TemplatePreviewRequest = RequestBody<'/v1/templates/{id}/preview', 'POST'>;
+export type TemplatePreview = ResponseBody<'/v1/templates/{id}/preview', 'POST'>;
+
 /** A webhook request body: one event (single policy) or a batch (batch policy). */
 export type WebhookPayload = PostyardEvent | { batch_id: string; events: PostyardEvent[] };
