@@ -1,4 +1,5 @@
 import type { Container } from '../container.ts';
+import { BoundedCache } from '../lib/bounded-cache.ts';
 import type { BucketParams } from '../modules/rate-limit/rate-limiter.ts';
 
 /** The limits in force for one tenant's requests: per API key, and for all its keys together. */
@@ -13,7 +14,7 @@ export interface TenantRateLimits {
  * the per-tenant one (`postyard tenants set-limits`); null columns take the configured defaults.
  */
 export function registerTenantLimitCache(c: Container) {
-  const cache = new Map<string, { value: TenantRateLimits; expires: number }>();
+  const cache = new BoundedCache<string, { value: TenantRateLimits; expires: number }>(10_000);
   const cfg = c.config;
   return async (tenantId: string): Promise<TenantRateLimits> => {
     const now = Date.now();
@@ -31,7 +32,6 @@ export function registerTenantLimitCache(c: Container) {
         burst: row?.tenant_rate_limit_burst ?? cfg.tenantRateLimitBurst,
       },
     };
-    if (cache.size > 10_000) cache.clear();
     cache.set(tenantId, { value, expires: now + 5000 });
     return value;
   };

@@ -1,4 +1,5 @@
 import type { Container } from '../container.ts';
+import { BoundedCache } from '../lib/bounded-cache.ts';
 import { reply, type SmtpReply } from './replies.ts';
 
 /** Failed AUTH attempts allowed on one connection: each costs an scrypt hash, so cap them. */
@@ -17,7 +18,7 @@ export class SmtpLimits {
   private readonly perIp = new Map<string, number>();
   private readonly perCredential = new Map<string, Set<string>>();
   private readonly sessions = new Map<string, { ip: string; credentialId: string | null }>();
-  private readonly activeCache = new Map<string, { active: boolean; checkedAt: number }>();
+  private readonly activeCache = new BoundedCache<string, { active: boolean; checkedAt: number }>(10_000);
 
   constructor(private readonly c: Container) {}
 
@@ -85,7 +86,6 @@ export class SmtpLimits {
       .where('id', '=', credentialId)
       .where('deleted_at', 'is', null)
       .executeTakeFirst();
-    if (this.activeCache.size > 10_000) this.activeCache.clear();
     this.activeCache.set(credentialId, { active: !!row, checkedAt: now });
     return !!row;
   }

@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/executor.ts';
 import type { ApiKeysTable } from '../../db/schema.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { randomBase62, safeEqual, sha256Hex } from '../../lib/crypto.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
@@ -73,7 +74,7 @@ interface CacheEntry {
  * `last_used_at` is written in coalesced batches instead of once per request.
  */
 export class ApiKeysService {
-  private readonly cache = new Map<string, CacheEntry>();
+  private readonly cache = new BoundedCache<string, CacheEntry>(10_000);
   private readonly touched = new Set<string>();
 
   constructor(
@@ -145,7 +146,6 @@ export class ApiKeysService {
           ? { tenantId: row.tenant_id, keyId: row.id, scopes: new Set(JSON.parse(row.scopes) as string[]) }
           : null;
       if (this.cacheSeconds > 0) {
-        if (this.cache.size > 10_000) this.cache.clear();
         this.cache.set(hash, { auth, expiresAt: now + this.cacheSeconds * 1000 });
       }
     }

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { SendingDomainsTable } from '../../db/schema.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
@@ -121,7 +122,9 @@ export class DomainsService {
   /** Shared with the sender policy (createSenderPolicy) so changes here apply at once. */
   readonly verifiedCache = new VerifiedDomainsCache();
   private readonly checker: DnsChecker;
-  private readonly signing = new Map<string, Map<string, { value: SigningKey | null; expiresAt: number }>>();
+  private readonly signing = new BoundedCache<string, Map<string, { value: SigningKey | null; expiresAt: number }>>(
+    SIGNING_CACHE_MAX_TENANTS,
+  );
   /** Key generations this process has queued per tenant: they count against its cap. */
   private readonly generating = new Map<string, number>();
 
@@ -311,7 +314,6 @@ export class DomainsService {
       };
     }
     if (!perTenant) {
-      if (this.signing.size >= SIGNING_CACHE_MAX_TENANTS) this.signing.clear();
       perTenant = new Map();
       this.signing.set(tenantId, perTenant);
     }

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.ts';
 import type { Executor } from '../../db/executor.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { SenderPolicy } from '../transmissions/transmissions.service.ts';
 import { listVerifiedDomainNames } from './domains.repo.ts';
@@ -17,7 +18,7 @@ const MAX_TENANTS = 10_000;
  * other nodes see the change within the TTL.
  */
 export class VerifiedDomainsCache {
-  private readonly entries = new Map<string, { names: ReadonlySet<string>; expiresAt: number }>();
+  private readonly entries = new BoundedCache<string, { names: ReadonlySet<string>; expiresAt: number }>(MAX_TENANTS);
 
   constructor(private readonly ttlMs = DEFAULT_TTL_MS) {}
 
@@ -27,7 +28,6 @@ export class VerifiedDomainsCache {
     if (hit && hit.expiresAt > now) return hit.names;
     const names = new Set(await listVerifiedDomainNames(db, tenantId));
     if (this.ttlMs > 0) {
-      if (this.entries.size >= MAX_TENANTS) this.entries.clear();
       this.entries.set(tenantId, { names, expiresAt: now + Math.min(this.ttlMs, MAX_TTL_MS) });
     }
     return names;

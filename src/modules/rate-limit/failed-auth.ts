@@ -1,3 +1,4 @@
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 
 /** Which door a credential was tried at; each has its own budget per client address. */
@@ -14,7 +15,8 @@ export type AuthDoor = 'http' | 'smtp';
  * token again, so a blocked client costs no store round trip (and, for SMTP, no scrypt hash).
  */
 export class FailedAuthLimiter {
-  private readonly blockedUntil = new Map<string, number>();
+  /** When full, the entries used longest ago go first (those clients are asked of the store again). */
+  private readonly blockedUntil = new BoundedCache<string, number>(10_000);
 
   constructor(
     private readonly limiter: RateLimiter,
@@ -43,7 +45,6 @@ export class FailedAuthLimiter {
       burst: this.perTenMinutes,
     });
     if (d.allowed) return 0;
-    if (this.blockedUntil.size > 10_000) this.blockedUntil.clear();
     this.blockedUntil.set(key, Date.now() + d.retryAfterSeconds * 1000);
     return d.retryAfterSeconds;
   }

@@ -1,5 +1,6 @@
 import type { Database } from '../../db/index.ts';
 import type { TenantsTable } from '../../db/schema.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { checkMailbox, formatMailbox } from '../../lib/email.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
@@ -19,7 +20,7 @@ export interface CreatedTenant {
  * HTTP call. The tenant and its first all-scopes key commit together.
  */
 export class TenantsService {
-  private readonly cache = new Map<string, { row: TenantsTable; expires: number }>();
+  private readonly cache = new BoundedCache<string, { row: TenantsTable; expires: number }>(10_000);
 
   constructor(
     private readonly database: Database,
@@ -61,7 +62,6 @@ export class TenantsService {
     const hit = this.cache.get(tenantId);
     if (hit && hit.expires > now) return hit.row;
     const row = await this.get(tenantId);
-    if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(tenantId, { row, expires: now + 5000 });
     return row;
   }

@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { ForbiddenTargetError, guardedLookup, isForbiddenAddress } from '../../lib/address-guard.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { checkUrlSyntax } from './ssrf.ts';
 
 /** `whsec_` + base64 of 32 random bytes: the Standard Webhooks secret format. */
@@ -77,7 +78,7 @@ export class WebhookSender {
   readonly agent: Agent;
   private readonly timeoutMs: number;
   private readonly deadlines = new Deadlines();
-  private readonly targets = new Map<string, { origin: string; path: string } | { error: string }>();
+  private readonly targets = new BoundedCache<string, { origin: string; path: string } | { error: string }>(10_000);
 
   constructor(private readonly opts: SenderOptions) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
@@ -172,7 +173,6 @@ export class WebhookSender {
             ? { error: `refused: ${host} is a private, loopback, link-local or reserved address` }
             : { origin: syntax.url.origin, path: `${syntax.url.pathname}${syntax.url.search}` };
       }
-      if (this.targets.size >= 10_000) this.targets.clear();
       this.targets.set(url, t);
     }
     return t;

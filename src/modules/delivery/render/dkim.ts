@@ -19,6 +19,7 @@
  */
 import { createHash, createPrivateKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { domainToASCII } from 'node:url';
+import { BoundedCache } from '../../../lib/bounded-cache.ts';
 
 export interface DkimKeyPair {
   /** PKCS#8 PEM. Encrypt at rest (with the master key: docs/operations.md "Backups"). */
@@ -64,15 +65,13 @@ export function dkimDnsRecordValue(publicKeyBase64: string): string {
 }
 
 // Parsing a PEM costs about as much as a signature; workers sign many messages per domain key.
-const keyCache = new Map<string, KeyObject>();
-const KEY_CACHE_MAX = 1000;
+const keyCache = new BoundedCache<string, KeyObject>(1000);
 
 function toKeyObject(key: string | KeyObject): KeyObject {
   if (typeof key !== 'string') return key;
   let parsed = keyCache.get(key);
   if (!parsed) {
     parsed = createPrivateKey(key);
-    if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
     keyCache.set(key, parsed);
   }
   return parsed;
