@@ -47,6 +47,14 @@ const MAKERS: Record<string, () => Promise<string>> = {
   WEBHOOK_ID: async () => (await client.webhooks.create({ url: 'http://127.0.0.1:9/hook' })).id,
   API_KEY_ID: async () => (await client.apiKeys.create({ name: 'doc', scopes: ['read:events'] })).id,
   SMTP_CREDENTIAL_ID: async () => (await client.smtpCredentials.create({ name: 'doc' })).id,
+  TEMPLATE_ID: async () =>
+    (
+      await client.templates.create({
+        name: `t${Math.random().toString(36).slice(2, 10)}`,
+        subject: 'Hello {{first}}',
+        text: 'Hi {{first}}',
+      })
+    ).id,
   DOMAIN_ID: async () =>
     (await client.sendingDomains.create({ domain: `d${Math.random().toString(36).slice(2, 10)}.example.test` })).id,
 };
