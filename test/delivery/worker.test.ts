@@ -2,10 +2,9 @@ import dns from 'node:dns';
 import { dkimVerify } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dkimDnsRecordValue, generateDkimKeyPair } from '../../src/modules/delivery/render/dkim.ts';
-import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
 
@@ -18,7 +17,7 @@ let t: TestTenant;
 let dnsServer: DnsServer;
 let sink: SinkMx;
 let worker: DeliveryWorker;
-const keys = generateDkimKeyPair();
+const signing = testSigningKey();
 
 const behaviour = (rcpt: string) => {
   const local = rcpt.split('@')[0] ?? '';
@@ -37,7 +36,7 @@ beforeAll(async () => {
     'mx1.dest.test': { A: ['127.0.0.1'] },
     'nomx.test': { A: ['127.0.0.1'] },
     'nullmx.test': { MX: [{ preference: 0, exchange: '.' }] },
-    's1._domainkey.shop.test': { TXT: [dkimDnsRecordValue(keys.publicKeyBase64).match(/.{1,255}/g) ?? []] },
+    ...signing.zone,
   });
   ctx = await createTestContext({
     env: {
@@ -47,19 +46,7 @@ beforeAll(async () => {
     },
   });
   t = await createTenant(ctx, 'Shop <news@shop.test>');
-  worker = createDeliveryWorker(ctx.c, 'test-worker', {
-    pollMs: 50,
-    signingKey: async (_tenant, domain) =>
-      domain === 'shop.test'
-        ? {
-            domainName: 'shop.test',
-            keySelector: 's1',
-            privateKeyPem: keys.privateKeyPem,
-            returnPathDomain: 'bounces.shop.test',
-          }
-        : null,
-  });
-  worker.start();
+  worker = startTestWorker(ctx.c, 'test-worker', { signing });
 });
 afterAll(async () => {
   await worker?.stop();

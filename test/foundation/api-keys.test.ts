@@ -2,9 +2,10 @@
  * API keys (docs/api.md "API keys" and "Idempotency"): create once-only secrets, list, paginate,
  * revoke, idempotency.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/lib/crypto.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { secretResourceFixture } from '../helpers/issued-secrets.ts';
 import { expectError } from '../helpers/security-suite.ts';
 import { checkLimitParameter, checkTamperedCursor, type Page, walkPages } from './paging.ts';
 
@@ -22,24 +23,13 @@ interface Created {
   last_used_at: string | null;
 }
 
+const fx = secretResourceFixture('/v1/api-keys', 'api_keys');
+const { create: createKey, dbRow } = fx;
 let ctx: TestContext;
 let tenant: TestTenant;
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  tenant = await createTenant(ctx);
+beforeAll(() => {
+  ({ ctx, tenant } = fx);
 });
-afterAll(async () => {
-  await ctx?.close();
-});
-
-async function createKey(key: string, body: unknown, headers: Record<string, string> = {}) {
-  return call(ctx.app, 'POST', '/v1/api-keys', { key, body, headers });
-}
-
-async function dbRow(id: string) {
-  return ctx.c.database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-}
 
 describe('POST /v1/api-keys', () => {
   it('returns the raw key once, with its prefix and metadata', async () => {

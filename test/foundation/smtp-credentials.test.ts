@@ -2,8 +2,9 @@
  * SMTP credentials (docs/api.md "SMTP credentials", docs/smtp.md "Connecting"): the password is
  * shown once and stored as an scrypt hash.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { call, createTenant, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { secretResourceFixture } from '../helpers/issued-secrets.ts';
 import { expectError } from '../helpers/security-suite.ts';
 import { checkLimitParameter, checkTamperedCursor, type Page, walkPages } from './paging.ts';
 
@@ -16,24 +17,13 @@ interface Created {
   last_used_at: string | null;
 }
 
+const fx = secretResourceFixture('/v1/smtp-credentials', 'smtp_credentials');
+const { create, dbRow } = fx;
 let ctx: TestContext;
 let tenant: TestTenant;
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  tenant = await createTenant(ctx);
+beforeAll(() => {
+  ({ ctx, tenant } = fx);
 });
-afterAll(async () => {
-  await ctx?.close();
-});
-
-async function create(key: string, body: unknown, headers: Record<string, string> = {}) {
-  return call(ctx.app, 'POST', '/v1/smtp-credentials', { key, body, headers });
-}
-
-async function dbRow(id: string) {
-  return ctx.c.database.db.selectFrom('smtp_credentials').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-}
 
 describe('POST /v1/smtp-credentials', () => {
   it('returns username and password once; the password is stored as an scrypt hash', async () => {

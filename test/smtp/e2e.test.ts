@@ -7,9 +7,8 @@ import dns from 'node:dns';
 import { dkimVerify } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { dkimDnsRecordValue, generateDkimKeyPair } from '../../src/modules/delivery/render/dkim.ts';
-import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
+import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
 import { mailer, messageRows, queuedId, type SmtpSetup, setupSmtp, swaks, swaksAuth, until } from './helpers.ts';
@@ -18,33 +17,21 @@ let s: SmtpSetup;
 let dnsServer: DnsServer;
 let sink: SinkMx;
 let worker: DeliveryWorker;
-const keys = generateDkimKeyPair();
+const signing = testSigningKey();
 
 beforeAll(async () => {
   sink = await startSinkMx();
   dnsServer = await startDnsServer({
     'dest.test': { MX: [{ preference: 10, exchange: 'mx1.dest.test' }] },
     'mx1.dest.test': { A: ['127.0.0.1'] },
-    's1._domainkey.shop.test': { TXT: [dkimDnsRecordValue(keys.publicKeyBase64).match(/.{1,255}/g) ?? []] },
+    ...signing.zone,
   });
   s = await setupSmtp({
     POSTYARD_DNS_SERVERS: dnsServer.address,
     POSTYARD_MX_PORT: String(sink.port),
     POSTYARD_EHLO_NAME: 'postyard.test',
   });
-  worker = createDeliveryWorker(s.ctx.c, 'smtp-e2e-worker', {
-    pollMs: 50,
-    signingKey: async (_tenant, domain) =>
-      domain === 'shop.test'
-        ? {
-            domainName: 'shop.test',
-            keySelector: 's1',
-            privateKeyPem: keys.privateKeyPem,
-            returnPathDomain: 'bounces.shop.test',
-          }
-        : null,
-  });
-  worker.start();
+  worker = startTestWorker(s.ctx.c, 'smtp-e2e-worker', { signing });
 });
 afterAll(async () => {
   await worker?.stop();
