@@ -60,6 +60,14 @@ export interface Config {
   smtpTlsKey: string | null;
   /** Address the SMTP submission listeners bind to. */
   smtpHost: string;
+  /**
+   * Base URL of the public tracking and unsubscribe routes (/o, /c, /u), no trailing slash
+   * (POSTYARD_PUBLIC_URL; default http://<http host>:<http port>, fit for development only).
+   */
+  publicUrl: string;
+  /** Tracking requests per client address: token bucket (docs/tracking.md "Rate limits"). */
+  trackingRateLimitRps: number;
+  trackingRateLimitBurst: number;
   /** SIZE limit of one submitted message (bytes). */
   smtpMaxMessageBytes: number;
   /** RCPT TO commands accepted per message. */
@@ -147,6 +155,25 @@ function defaultEhloName(): string {
   const h = hostname();
   // A bare single-label name is refused by real MTAs; fall back to an address literal.
   return h.includes('.') ? h : '[127.0.0.1]';
+}
+
+/** POSTYARD_PUBLIC_URL: an http(s) URL without query or fragment; trailing slashes dropped. */
+function publicUrlOf(env: Env): string {
+  const raw = str(env, 'POSTYARD_PUBLIC_URL');
+  if (raw === undefined) {
+    const host = str(env, 'POSTYARD_HTTP_HOST') ?? '127.0.0.1';
+    return `http://${host.includes(':') ? `[${host}]` : host}:${int(env, 'POSTYARD_HTTP_PORT', 3000, 0, 65535)}`;
+  }
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError('POSTYARD_PUBLIC_URL', `"${raw}" is not a URL`);
+  }
+  if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.search || u.hash || u.username) {
+    throw new ConfigError('POSTYARD_PUBLIC_URL', 'must be an http(s) URL without credentials, query or fragment');
+  }
+  return u.href.replace(/\/+$/, '');
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -277,7 +304,11 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
 
+  const publicUrl = publicUrlOf(env);
   return Object.freeze({
+    publicUrl,
+    trackingRateLimitRps: int(env, 'POSTYARD_TRACKING_RATE_LIMIT_RPS', 100, 1, 10_000_000),
+    trackingRateLimitBurst: int(env, 'POSTYARD_TRACKING_RATE_LIMIT_BURST', 500, 1, 100_000_000),
     httpPort: int(env, 'POSTYARD_HTTP_PORT', 3000, 0, 65535),
     httpHost: str(env, 'POSTYARD_HTTP_HOST') ?? '127.0.0.1',
     smtpPort: int(env, 'POSTYARD_SMTP_PORT', 2587, 0, 65535),

@@ -6,6 +6,7 @@ import { registerEventRoutes } from './events/events.routes.ts';
 import { registerSmtpCredentialRoutes } from './smtp-credentials/smtp-credentials.routes.ts';
 import { registerSuppressionRoutes } from './suppressions/suppressions.routes.ts';
 import { registerTemplateRoutes } from './templates/templates.routes.ts';
+import { registerTrackingRoutes } from './tracking/tracking.routes.ts';
 import { registerTransmissionRoutes } from './transmissions/transmissions.routes.ts';
 import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
 
@@ -24,5 +25,6 @@ export const FEATURE_MODULES: readonly RouteModule[] = [
   registerWebhookRoutes,
   registerDomainRoutes,
   registerTemplateRoutes,
+  registerTrackingRoutes,
   registerDashboard,
 ];

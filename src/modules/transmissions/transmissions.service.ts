@@ -11,6 +11,7 @@ import { Pacer } from '../../lib/pacer.ts';
 import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+import { getTrackingSettings, resolveTracking } from '../tracking/settings.ts';
 import {
   findMessage,
   findTransmission,
@@ -127,7 +128,10 @@ export class TransmissionsService {
       metadata: JSON.stringify(input.metadata),
       content: JSON.stringify(input.content),
       raw_message: input.rawMessage ? input.rawMessage.toString('base64') : null,
-      options: JSON.stringify(input.options),
+      options: JSON.stringify({
+        ...input.options,
+        ...resolveTracking(await getTrackingSettings(trx, tenantId), input.mailType, input.options),
+      }),
       total_accepted: accepted,
       total_rejected: input.recipients.length - accepted,
       start_time: input.startTime,

@@ -33,7 +33,8 @@ export interface AcceptInput {
   mailType: 'transactional' | 'marketing';
   tags: string[];
   metadata: Record<string, string>;
-  options: { sandbox: boolean; open_tracking: boolean; click_tracking: boolean };
+  /** Tracking not given here takes the tenant's default for the mail type at accept (tracking/settings.ts). */
+  options: { sandbox: boolean; open_tracking?: boolean | undefined; click_tracking?: boolean | undefined };
   startTime: string | null;
   /**
    * Domains the message claims to be from (sender-domain policy): the From address; over SMTP
@@ -171,8 +172,8 @@ export async function validateTransmission(
     metadata: txMeta,
     options: {
       sandbox: o.sandbox ?? false,
-      open_tracking: o.open_tracking ?? true,
-      click_tracking: o.click_tracking ?? true,
+      open_tracking: o.open_tracking,
+      click_tracking: o.click_tracking,
     },
     startTime,
     senderDomains: from && 'mailbox' in from ? [domainOf(from.mailbox.email)] : [],

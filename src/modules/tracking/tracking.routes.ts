@@ -1,0 +1,150 @@
+/**
+ * Tracking routes (docs/tracking.md). Public, no API key: `GET /o/<token>` (open pixel),
+ * `GET /c/<token>` (click: 302 to the URL the token carries), `GET /u/<token>` (a page with a
+ * confirm button; changes nothing, since link scanners follow GETs) and `POST /u/<token>`
+ * (RFC 8058 one-click from the mailbox provider, or the page's button). A bad token and a token
+ * whose message no longer exists get the same 404, so the routes say nothing about messages.
+ * And the tenant's defaults: `GET`/`PATCH /v1/tracking-settings` (scope manage:sending-domains).
+ */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Container } from '../../container.ts';
+import { authOf } from '../../http/plugins/auth.ts';
+import type { TypedApp } from '../../http/route-module.ts';
+import { errorResponses } from '../../http/schemas.ts';
+import { getTrackingSettings, patchTrackingSettings } from './settings.ts';
+import { deriveTokenKey, type TokenKind, type TrackingToken, verifyToken } from './token.ts';
+import { type ClientInfo, TrackingService } from './tracking.service.ts';
+import { unsubscribeDonePage, unsubscribePage } from './unsubscribe-page.ts';
+
+/** A transparent 1x1 GIF (43 bytes). */
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+const SCOPE = ['manage:sending-domains'] as const;
+const TokenParams = Type.Object({ token: Type.String({ maxLength: 8000 }) });
+
+const PerType = Type.Object(
+  { transactional: Type.Boolean(), marketing: Type.Boolean() },
+  { additionalProperties: false },
+);
+const PerTypePatch = Type.Partial(PerType, { additionalProperties: false });
+const Settings = Type.Object({ open_tracking: PerType, click_tracking: PerType });
+const SettingsPatch = Type.Object(
+  { open_tracking: Type.Optional(PerTypePatch), click_tracking: Type.Optional(PerTypePatch) },
+  { additionalProperties: false },
+);
+
+function client(req: FastifyRequest): ClientInfo {
+  const ua = req.headers['user-agent'];
+  return { ip: req.ip, userAgent: (typeof ua === 'string' ? ua : '').slice(0, 512) };
+}
+
+function notFound(reply: FastifyReply) {
+  return reply.code(404).header('Cache-Control', 'no-store').type('text/plain; charset=utf-8').send('Not Found');
+}
+
+export async function registerTrackingRoutes(app: TypedApp, c: Container): Promise<void> {
+  const key = deriveTokenKey(c.masterKey);
+  const tracking = new TrackingService(c.groupCommit, c.suppressions);
+  const bucket = { rps: c.config.trackingRateLimitRps, burst: c.config.trackingRateLimitBurst };
+  /** Within the per-address budget? (Over it, opens and clicks are answered but not recorded.) */
+  const withinBudget = async (req: FastifyRequest) => (await c.rateLimiter.check(`track:${req.ip}`, bucket)).allowed;
+  const token = (raw: string, kind: TokenKind): TrackingToken | null => verifyToken(key, raw, kind);
+
+  app.get(
+    '/v1/tracking-settings',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: ['Tracking'],
+        summary: "Get the tenant's tracking defaults per mail type",
+        response: { 200: Settings, ...errorResponses() },
+      },
+    },
+    async (req) => getTrackingSettings(c.database.db, authOf(req).tenantId),
+  );
+
+  app.patch(
+    '/v1/tracking-settings',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: ['Tracking'],
+        summary: "Change the tenant's tracking defaults (fields not given keep their value)",
+        body: SettingsPatch,
+        response: { 200: Settings, ...errorResponses(422) },
+      },
+    },
+    async (req) => patchTrackingSettings(c.database.db, authOf(req).tenantId, req.body),
+  );
+
+  // Own context: the unsubscribe POST takes form bodies (RFC 8058 allows urlencoded and multipart).
+  await app.register(async (ctx) => {
+    const pub = ctx.withTypeProvider<TypeBoxTypeProvider>();
+    pub.removeContentTypeParser(['multipart/form-data', 'text/plain']);
+    pub.addContentTypeParser(
+      ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'],
+      { parseAs: 'string', bodyLimit: 8192 },
+      (_req, body, done) => done(null, body),
+    );
+    const common = { config: { public: true }, schema: { hide: true, params: TokenParams } };
+
+    pub.get('/o/:token', common, async (req, reply) => {
+      const t = token(req.params.token, 'open');
+      if (!t) return notFound(reply);
+      if ((await withinBudget(req)) && !(await tracking.record('open', t.messageId, client(req)))) {
+        return notFound(reply);
+      }
+      return reply.header('Cache-Control', 'no-store, max-age=0').type('image/gif').send(PIXEL);
+    });
+
+    pub.get('/c/:token', common, async (req, reply) => {
+      const t = token(req.params.token, 'click');
+      if (!t?.url) return notFound(reply);
+      const link = { link: t.link ?? 0, url: t.url };
+      if ((await withinBudget(req)) && !(await tracking.record('click', t.messageId, client(req), link))) {
+        return notFound(reply);
+      }
+      return reply
+        .code(302)
+        .header('Location', t.url)
+        .header('Cache-Control', 'no-store')
+        .header('Referrer-Policy', 'no-referrer')
+        .send();
+    });
+
+    pub.get('/u/:token', common, async (req, reply) => {
+      if (!token(req.params.token, 'unsubscribe')) return notFound(reply);
+      return page(reply, unsubscribePage());
+    });
+
+    pub.post('/u/:token', common, async (req, reply) => {
+      const t = token(req.params.token, 'unsubscribe');
+      if (!t) return notFound(reply);
+      if (!(await withinBudget(req))) {
+        return reply.code(429).header('Retry-After', '1').type('text/plain; charset=utf-8').send('Too Many Requests');
+      }
+      const body = typeof req.body === 'string' ? req.body : '';
+      // RFC 8058: the provider POSTs exactly `List-Unsubscribe=One-Click`; our page posts `confirm=1`.
+      const oneClick =
+        /(^|&|\r?\n)List-Unsubscribe=One-Click(&|\r?\n|$)/.test(body) ||
+        /name="List-Unsubscribe"\s+One-Click/.test(body);
+      if (!(await tracking.unsubscribe(t.messageId, oneClick ? 'one_click' : 'page', client(req))))
+        return notFound(reply);
+      if (oneClick) return reply.code(200).header('Cache-Control', 'no-store').send();
+      return page(reply, unsubscribeDonePage());
+    });
+  });
+}
+
+function page(reply: FastifyReply, html: string) {
+  return reply
+    .header('Cache-Control', 'no-store')
+    .header('Referrer-Policy', 'no-referrer')
+    .header(
+      'Content-Security-Policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    )
+    .type('text/html; charset=utf-8')
+    .send(html);
+}
