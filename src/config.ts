@@ -21,8 +21,8 @@ export class ConfigError extends Error {
   }
 }
 
-export type Role = 'api' | 'smtp' | 'worker';
-export const ALL_ROLES: readonly Role[] = ['api', 'smtp', 'worker'];
+export type Role = 'api' | 'smtp' | 'worker' | 'inbound';
+export const ALL_ROLES: readonly Role[] = ['api', 'smtp', 'worker', 'inbound'];
 
 export interface Config {
   httpPort: number;
@@ -60,6 +60,9 @@ export interface Config {
   smtpTlsKey: string | null;
   /** Address the SMTP submission listeners bind to. */
   smtpHost: string;
+  /** Inbound listener for bounces and feedback reports (role `inbound`, docs/inbound.md). */
+  inboundPort: number;
+  inboundHost: string;
   /**
    * Base URL of the public tracking and unsubscribe routes (/o, /c, /u), no trailing slash
    * (POSTYARD_PUBLIC_URL; default http://<http host>:<http port>, fit for development only).
@@ -332,6 +335,8 @@ export function loadConfig(env: Env = process.env): Config {
     smtpTlsCert: cert,
     smtpTlsKey: key,
     smtpHost: str(env, 'POSTYARD_SMTP_HOST') ?? '127.0.0.1',
+    inboundPort: int(env, 'POSTYARD_INBOUND_PORT', 2525, 0, 65535),
+    inboundHost: str(env, 'POSTYARD_INBOUND_HOST') ?? '127.0.0.1',
     smtpMaxMessageBytes: int(env, 'POSTYARD_SMTP_MAX_MESSAGE_MB', 25, 1, 1024) * 1024 * 1024,
     smtpMaxRecipients: int(env, 'POSTYARD_SMTP_MAX_RECIPIENTS', 1000, 1, 10_000),
     smtpMaxConnectionsPerIp: int(env, 'POSTYARD_SMTP_MAX_CONNECTIONS_PER_IP', 50, 1, 100_000),

@@ -110,7 +110,7 @@ describe('delivery worker', () => {
     expect(got).toBeDefined();
     expect(got?.tls).toBe(true);
     expect(got?.heloName).toBe('postyard.test');
-    expect(got?.mailFrom).toMatch(/^bounces\+[0-9a-f-]{36}@bounces\.shop\.test$/);
+    expect(got?.mailFrom).toMatch(/^bounces\+u[a-z2-7]{42}@bounces\.shop\.test$/);
     expect(await dkimResult(got?.raw as Buffer)).toBe('pass');
     const parsed = await simpleParser(got?.raw as Buffer);
     expect(parsed.subject).toBe('Hi Zoë <b>');

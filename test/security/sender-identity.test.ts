@@ -76,7 +76,7 @@ async function renderStored(transmissionId: string) {
     .selectAll()
     .where('transmission_id', '=', transmissionId)
     .executeTakeFirstOrThrow();
-  return renderMessage(msg, forDelivery(tx), null);
+  return renderMessage(msg, forDelivery(tx), null, 'verp-token');
 }
 
 describe('HTTP API: content.from and content.reply_to are one checked mailbox', () => {

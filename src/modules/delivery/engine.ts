@@ -8,6 +8,7 @@ import { createRenderer } from './render/render-pool.ts';
 import type { SigningKeyLookup } from './render/renderer.ts';
 import { relayFromUrl } from './smtp/relay-url.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
+import { VerpSigner } from '../inbound/verp.ts';
 
 /**
  * Builds this node's delivery worker from config (relay or MX, DNS servers, MX port, EHLO name,
@@ -49,6 +50,7 @@ export function createDeliveryWorker(
       ...(secureContext ? { secureContext } : {}),
     },
     signingKey,
+    verp: new VerpSigner(c.masterKey),
     renderer: createRenderer(c.config.renderThreads, c.logger),
     ...overrides,
   });

@@ -17,6 +17,7 @@ import {
   type TransmissionForDelivery,
 } from './render/renderer.ts';
 import type { SmtpTimeouts } from './smtp/smtp-client.ts';
+import type { VerpSigner } from '../inbound/verp.ts';
 
 export interface DeliveryWorkerOptions {
   workerId: string;
@@ -25,6 +26,8 @@ export interface DeliveryWorkerOptions {
   logger: Logger;
   routing: RoutingOptions;
   signingKey: SigningKeyLookup;
+  /** Signs the VERP token of each message's envelope sender (src/modules/inbound/verp.ts). */
+  verp: VerpSigner;
   ehloName: string;
   /** Messages claimed per query; default 200. */
   batchSize?: number;
@@ -323,7 +326,13 @@ export class DeliveryWorker {
     try {
       const { id, content, raw, options, fromDomain } = job.tx;
       const key = await this.o.signingKey(job.msg.tenant_id, fromDomain ?? '');
-      return await this.o.renderer.render({ msg: job.msg, tx: { id, content, raw, options, fromDomain }, key });
+      const verpToken = this.o.verp.sign(job.msg.id);
+      return await this.o.renderer.render({
+        msg: job.msg,
+        tx: { id, content, raw, options, fromDomain },
+        key,
+        verpToken,
+      });
     } catch (err) {
       // The template language's failures (RenderError, also as a render thread's plain Error)
       // are the tenant's content or data: that message fails with the reason, the others go on.

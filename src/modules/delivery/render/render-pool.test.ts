@@ -67,6 +67,7 @@ function request(i: number): RenderRequest {
       privateKeyPem: keys.privateKeyPem,
       returnPathDomain: 'rp.mail.example.com',
     },
+    verpToken: `token${i}`,
   };
 }
 
@@ -87,7 +88,7 @@ describe('RenderPool (messages built and signed on worker threads)', () => {
       const out = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.render(request(i))));
       for (const [i, r] of out.entries()) {
         expect(r.signed).toBe(true);
-        expect(r.envelopeFrom).toBe(`bounces+0193-msg-${i}@rp.mail.example.com`);
+        expect(r.envelopeFrom).toBe(`bounces+token${i}@rp.mail.example.com`);
         const mail = await simpleParser(r.raw);
         expect(mail.subject).toBe(`Order <b>${i}</b>`);
         expect(mail.html).toContain(`Hello &lt;b&gt;${i}&lt;/b&gt;`);
@@ -111,7 +112,7 @@ describe('RenderPool (messages built and signed on worker threads)', () => {
       await threads[0]?.worker.terminate();
       const out = await Promise.all(inHand);
       expect(out.map((r) => r.envelopeFrom)).toEqual(
-        Array.from({ length: 20 }, (_, i) => `bounces+0193-msg-${i}@rp.mail.example.com`),
+        Array.from({ length: 20 }, (_, i) => `bounces+token${i}@rp.mail.example.com`),
       );
       expect(await verify(out[19]?.raw as Buffer)).toEqual(['pass']);
       // The rescue path really ran (the thread did not finish everything before it died).

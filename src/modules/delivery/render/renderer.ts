@@ -48,6 +48,8 @@ export interface RenderRequest {
   msg: MessagesTable;
   tx: TransmissionForDelivery;
   key: SigningKey | null;
+  /** The signed VERP token of msg.id (src/modules/inbound/verp.ts), made where the master key is. */
+  verpToken: string;
 }
 
 export interface RenderedMessage {
@@ -81,18 +83,19 @@ function ensureHeaders(raw: Buffer, messageId: string): Buffer {
 /**
  * Turns a queued message into the bytes that leave: the content rendered by the template
  * language with the recipient's data over the transmission's (docs/templates.md), MIME, Message-ID `<message id>@<from domain>`, Return-Path (envelope sender)
- * `bounces+<message id>@<return-path domain>` so asynchronous bounces can be matched, and the
- * DKIM signature of the From domain's key.
+ * `bounces+<signed VERP token>@<return-path domain>` so asynchronous bounces can be matched (and
+ * not forged, src/modules/inbound/verp.ts), and the DKIM signature of the From domain's key.
  */
 export async function renderMessage(
   msg: MessagesTable,
   tx: TransmissionForDelivery,
   key: SigningKey | null,
+  verpToken: string,
 ): Promise<RenderedMessage> {
   const fromDomain = tx.fromDomain ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
   const returnPathDomain = key?.returnPathDomain ?? fromDomain;
-  const envelopeFrom = `bounces+${msg.id}@${returnPathDomain}`;
+  const envelopeFrom = `bounces+${verpToken}@${returnPathDomain}`;
   // CRLF lines only, before signing (src/lib/line-ends.ts): submission normalises already, this
   // covers messages stored before it did.
   if (tx.raw) return sign(envelopeFrom, ensureHeaders(toCrlf(asBuffer(tx.raw)), messageId), key);

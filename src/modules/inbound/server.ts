@@ -1,0 +1,191 @@
+import type { AddressInfo } from 'node:net';
+import type { SMTPServerOptions, SMTPServerSession } from 'smtp-server';
+import type { Container } from '../../container.ts';
+import { SubmissionServer } from '../../smtp/connection.ts';
+import { SmtpLimits } from '../../smtp/limits.ts';
+import { reply, SmtpReply } from '../../smtp/replies.ts';
+import { resolveTls } from '../../smtp/tls.ts';
+import { type InboundResult, InboundService, type InboundTarget } from './inbound.service.ts';
+import { VerpSigner, verpTokenOf } from './verp.ts';
+
+/**
+ * The inbound listener (role `inbound`, docs/inbound.md): receives DSNs, ARF reports and
+ * auto-replies for the return-path domains. No AUTH and no relaying: RCPT TO is accepted only
+ * for `bounces+<signed token>@<any domain>` and `fbl@<a return-path domain>`; everything else
+ * gets 550 5.7.1. Connection limits, idle timeout and progress deadline are the submission
+ * server's (src/smtp/connection.ts, src/smtp/limits.ts).
+ */
+export const INBOUND_MAX_BYTES = 10 * 1024 * 1024;
+const MAX_RECIPIENTS = 50;
+const MAX_CLIENTS = 5_000;
+const GRACE_MS = 10_000;
+
+export interface RunningInbound {
+  port: number;
+  service: InboundService;
+  close(): Promise<void>;
+}
+
+export interface InboundOptions {
+  /** Default config.inboundPort; 0 picks a free port (tests). */
+  port?: number;
+  /** Default config.inboundHost. */
+  host?: string;
+}
+
+const refuse = () =>
+  new SmtpReply(550, '5.7.1', 'Relaying denied: this server accepts only bounces and feedback reports');
+
+/** The tenants owning `domain` as a return-path domain ([] = none); null for the shared bounce host. */
+async function fblTenants(c: Container, domain: string): Promise<string[] | null | undefined> {
+  if (domain === c.config.bounceHost) return null;
+  const rows = await c.database.db
+    .selectFrom('sending_domains')
+    .select('tenant_id')
+    .where('return_path_domain', '=', domain)
+    .execute();
+  return rows.length ? [...new Set(rows.map((r) => r.tenant_id))] : undefined;
+}
+
+export async function startInboundServer(c: Container, opts: InboundOptions = {}): Promise<RunningInbound> {
+  const log = c.logger.child({ component: 'inbound' });
+  const cfg = c.config;
+  const verp = new VerpSigner(c.masterKey);
+  const service = new InboundService(c.database, c.suppressions, verp, c.metrics, log);
+  const limits = new SmtpLimits(c);
+  const tls = await resolveTls(cfg, log);
+  // Targets decided at RCPT, per transaction (smtp-server starts a new envelope object for each).
+  const targets = new WeakMap<object, InboundTarget[]>();
+  let server: SubmissionServer | undefined;
+  const self = () => server as SubmissionServer;
+
+  const options: SMTPServerOptions = {
+    name: cfg.ehloName,
+    banner: 'Postyard inbound (bounces and feedback reports only)',
+    ...(tls ? { key: tls.key, cert: tls.cert } : {}),
+    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    authOptional: true,
+    size: INBOUND_MAX_BYTES,
+    maxRecipients: MAX_RECIPIENTS,
+    hideENHANCEDSTATUSCODES: false,
+    hideSMTPUTF8: true,
+    hideDSN: true,
+    hideREQUIRETLS: true,
+    disableReverseLookup: true,
+    ...(cfg.smtpProxyProtocol ? { useProxy: cfg.smtpProxyProtocol } : {}),
+    logger: false,
+    socketTimeout: cfg.smtpIdleTimeoutSeconds * 1000,
+    closeTimeout: GRACE_MS,
+    maxClients: MAX_CLIENTS,
+    maxCommandLength: 4096,
+
+    onConnect(session, callback) {
+      callback(limits.openConnection(session.id, session.remoteAddress));
+    },
+
+    onMailFrom(_address, session, callback) {
+      self().connectionOf(session.id)?.progress();
+      callback();
+    },
+
+    onRcptTo(address, session, callback) {
+      const addr = address.address.toLowerCase();
+      const at = addr.lastIndexOf('@');
+      const local = addr.slice(0, at);
+      const domain = addr.slice(at + 1);
+      const accept = (t: InboundTarget) => {
+        const list = targets.get(session.envelope) ?? [];
+        list.push(t);
+        targets.set(session.envelope, list);
+        self().connectionOf(session.id)?.progress();
+        callback();
+      };
+      const token = verpTokenOf(addr);
+      if (token) {
+        const messageId = verp.verify(token);
+        if (messageId) return accept({ kind: 'verp', messageId });
+      } else if (local === 'fbl' && at > 0) {
+        fblTenants(c, domain).then(
+          (tenants) => {
+            if (tenants === undefined) {
+              service.count('refused');
+              return callback(refuse());
+            }
+            accept({ kind: 'fbl', domain, tenants });
+          },
+          (err: unknown) => {
+            log.error({ err }, 'inbound recipient lookup failed');
+            callback(reply.tempFailure());
+          },
+        );
+        return;
+      }
+      service.count('refused');
+      callback(refuse());
+    },
+
+    onData(stream, session, callback) {
+      const conn = self().connectionOf(session.id);
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => {
+        if (stream.sizeExceeded) chunks.length = 0;
+        else chunks.push(chunk);
+      });
+      stream.on('error', () => {});
+      stream.on('end', () => {
+        if (conn) conn.storing = true;
+        const finish = (err: SmtpReply | null, message?: string) => {
+          if (conn) conn.storing = false;
+          callback(err, message);
+          conn?.progress();
+          if (self().stopping && conn)
+            setImmediate(() => conn.send(421, '4.3.2 Server shutting down, try again later'));
+        };
+        if (stream.sizeExceeded) {
+          service.count('refused');
+          return finish(reply.tooBig(INBOUND_MAX_BYTES));
+        }
+        const list = targets.get(session.envelope) ?? [];
+        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+        service.receive(Buffer.concat(chunks), list, { from: mailFrom, remote: session.remoteAddress }).then(
+          (results: InboundResult[]) => finish(null, `2.0.0 Ok: ${results.join(', ')}`),
+          (err: unknown) => {
+            log.error({ err }, 'inbound message could not be processed');
+            finish(reply.tempFailure());
+          },
+        );
+      });
+    },
+
+    onClose(session: SMTPServerSession) {
+      limits.closeConnection(session.id);
+      self().forget(session.id);
+    },
+  };
+
+  server = new SubmissionServer(options, {
+    tlsForAuth: false,
+    tlsAvailable: tls !== null,
+    deadlineMs: cfg.smtpCommandDeadlineSeconds * 1000,
+  });
+  server.on('error', (err) => log.warn({ err: err.message }, 'inbound SMTP connection error'));
+  const host = opts.host ?? cfg.inboundHost;
+  const port = await new Promise<number>((resolve, reject) => {
+    const s = self();
+    s.server.once('error', reject);
+    s.listen(opts.port ?? cfg.inboundPort, host, () => {
+      s.server.off('error', reject);
+      resolve((s.server.address() as AddressInfo).port);
+    });
+  });
+  log.info({ host, port }, 'inbound SMTP listening (bounces and feedback reports)');
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    service,
+    close() {
+      closing ??= self().shutdown();
+      return closing;
+    },
+  };
+}
