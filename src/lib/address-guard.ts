@@ -8,7 +8,7 @@ import { BlockList, isIP } from 'node:net';
  * plus multicast, and all IPv6 outside 2000::/3 (the only space allocated for global unicast).
  * IPv6 forms that carry an IPv4 address (IPv4-mapped, NAT64, 6to4) are judged by that address,
  * so `::ffff:127.0.0.1` or `64:ff9b::a9fe:a9fe` cannot reach loopback or cloud metadata.
- * Ranges are data, matched by node's net.BlockList; test/security/address-guard.test.ts has a
+ * Ranges are data, matched by node's net.BlockList; address-guard.test.ts (beside it) has a
  * row per range.
  */
 

@@ -1,10 +1,10 @@
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DnsServer, startDnsServer } from '../../../../test/peers/dns-server.ts';
-import { type MtaStsServer, policyText, startMtaStsServer } from '../../../../test/peers/mta-sts-server.ts';
-import { TEST_CA_CERT } from '../../../../test/peers/sink-mx.ts';
-import { MtaStsResolver, type MtaStsOptions } from './mta-sts.ts';
-import { mxMatches, parsePolicy, parseStsTxt } from './mta-sts-policy.ts';
+import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
+import { type MtaStsServer, policyText, startMtaStsServer } from '../peers/mta-sts-server.ts';
+import { TEST_CA_CERT } from '../peers/sink-mx.ts';
+import { MtaStsResolver, type MtaStsOptions } from '../../src/modules/delivery/smtp/mta-sts.ts';
+import { mxMatches, parsePolicy, parseStsTxt } from '../../src/modules/delivery/smtp/mta-sts-policy.ts';
 
 let dns: DnsServer;
 let web: MtaStsServer;

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from './index.ts';
-import { withStatementCache } from './statement-cache.ts';
+import { openDatabase } from '../../src/db/index.ts';
+import { withStatementCache } from '../../src/db/statement-cache.ts';
 
 const dirs: string[] = [];
 afterEach(() => {

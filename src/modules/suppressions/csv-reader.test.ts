@@ -1,6 +1,6 @@
 /** The streaming CSV reader behind imports: fields, quoting, physical line numbers, recovery, bounds. */
 import { describe, expect, it } from 'vitest';
-import { type CsvRecord, CsvRecordReader } from '../../src/modules/suppressions/csv-reader.ts';
+import { type CsvRecord, CsvRecordReader } from './csv-reader.ts';
 
 /** Reads `text` fed in pieces of `size` characters. */
 function read(text: string, size = text.length || 1, reader = new CsvRecordReader()): CsvRecord[] {

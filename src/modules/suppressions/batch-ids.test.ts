@@ -1,7 +1,7 @@
 /** Bulk UUIDv7 ids for imports: valid v7 UUIDs, unique, carrying the current time. */
 import { validate, version } from 'uuid';
 import { describe, expect, it } from 'vitest';
-import { newIds } from '../../src/modules/suppressions/batch-ids.ts';
+import { newIds } from './batch-ids.ts';
 
 describe('newIds', () => {
   it('makes valid, unique version-7 UUIDs stamped with the current time', () => {

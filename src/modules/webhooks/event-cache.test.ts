@@ -1,6 +1,6 @@
 /** The fan-out event JSON cache (src/modules/webhooks/event-cache.ts): bounded, taken once per webhook. */
 import { describe, expect, it } from 'vitest';
-import { EventBodyCache } from '../../src/modules/webhooks/event-cache.ts';
+import { EventBodyCache } from './event-cache.ts';
 
 describe('EventBodyCache', () => {
   it('hands an entry to each webhook it was routed to, then forgets it', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from './index.ts';
+import { openDatabase } from '../../src/db/index.ts';
 
 const dirs: string[] = [];
 afterEach(() => {

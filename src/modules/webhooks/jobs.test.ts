@@ -1,7 +1,7 @@
 /** Delivery units <-> POSTs bookkeeping (src/modules/webhooks/jobs.ts), without I/O. */
 import { describe, expect, it } from 'vitest';
-import type { EventsTable } from '../../src/db/schema.ts';
-import { eventJson } from '../../src/modules/events/events.repo.ts';
+import type { EventsTable } from '../../db/schema.ts';
+import { eventJson } from '../events/events.repo.ts';
 import {
   buildJobs,
   type ClaimedWork,
@@ -12,8 +12,8 @@ import {
   settleJob,
   unsend,
   unstarted,
-} from '../../src/modules/webhooks/jobs.ts';
-import type { SendResult } from '../../src/modules/webhooks/sender.ts';
+} from './jobs.ts';
+import type { SendResult } from './sender.ts';
 
 const ev = (id: string): EventsTable => ({
   tenant_id: 't',

@@ -1,8 +1,8 @@
 /** Byte-exact header splicing of submitted messages (src/smtp/headers.ts). */
 import { describe, expect, it } from 'vitest';
-import { MalformedMessageError, parseHeaders, rewriteMessage } from '../../src/smtp/headers.ts';
-import { parseOptions } from '../../src/smtp/options.ts';
-import { decodeHeader } from '../../src/smtp/submission.ts';
+import { MalformedMessageError, parseHeaders, rewriteMessage } from './headers.ts';
+import { parseOptions } from './options.ts';
+import { decodeHeader } from './submission.ts';
 
 const strip = (raw: string, add: string[] = []) => {
   const buf = Buffer.from(raw, 'utf8');

@@ -5,7 +5,7 @@
  * are given only where they are global unicast (2000::/3): the guard refuses all other IPv6 space.
  */
 import { describe, expect, it } from 'vitest';
-import { isForbiddenAddress } from '../../src/lib/address-guard.ts';
+import { isForbiddenAddress } from './address-guard.ts';
 
 interface Row {
   range: string;

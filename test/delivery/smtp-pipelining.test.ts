@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSession } from './smtp-client.ts';
-import { dataPayload, envelopeCommands, parseEhlo, ReplyReader } from './smtp-wire.ts';
+import { openSession } from '../../src/modules/delivery/smtp/smtp-client.ts';
+import { dataPayload, envelopeCommands, parseEhlo, ReplyReader } from '../../src/modules/delivery/smtp/smtp-wire.ts';
 
 /**
  * A scripted SMTP server that records the order in which commands arrive relative to its own

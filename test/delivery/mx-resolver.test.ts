@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DnsServer, startDnsServer } from '../../../test/peers/dns-server.ts';
-import { MxResolver, type ResolveResult } from './mx-resolver.ts';
+import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
+import { MxResolver, type ResolveResult } from '../../src/modules/delivery/mx-resolver.ts';
 
 let dns: DnsServer;
 

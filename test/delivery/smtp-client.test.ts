@@ -7,10 +7,10 @@ import {
   type SinkMx,
   type SinkMxOptions,
   startSinkMx,
-} from '../../../../test/peers/sink-mx.ts';
-import { buildMessage } from '../render/mime.ts';
-import { relayFromUrl } from './relay-url.ts';
-import { type AttemptResult, openSession, type SessionOptions, type SmtpSession } from './smtp-client.ts';
+} from '../peers/sink-mx.ts';
+import { buildMessage } from '../../src/modules/delivery/render/mime.ts';
+import { relayFromUrl } from '../../src/modules/delivery/smtp/relay-url.ts';
+import { type AttemptResult, openSession, type SessionOptions, type SmtpSession } from '../../src/modules/delivery/smtp/smtp-client.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DnsServer, startDnsServer } from '../../../test/peers/dns-server.ts';
-import { routeFor } from './destination.ts';
-import { MxResolver } from './mx-resolver.ts';
+import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
+import { routeFor } from '../../src/modules/delivery/destination.ts';
+import { MxResolver } from '../../src/modules/delivery/mx-resolver.ts';
 
 /**
  * Outside development mode, MX hosts on internal addresses are never connected to: otherwise a
