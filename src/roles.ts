@@ -7,6 +7,7 @@ import { start as startDelivery } from './modules/delivery/engine.ts';
 import { start as startEventRetention } from './modules/events/engine.ts';
 import { start as startIdempotencyPurge } from './modules/idempotency/engine.ts';
 import { start as startWebhooks } from './modules/webhooks/engine.ts';
+import { startInboundServer } from './modules/inbound/server.ts';
 import { startSmtpServer } from './smtp/server.ts';
 
 /**
@@ -56,6 +57,10 @@ export async function startRoles(c: Container, roles: readonly Role[]): Promise<
   if (roles.includes('smtp')) {
     const smtp = await startSmtpServer(c);
     running.push({ name: 'smtp', stop: () => smtp.close() });
+  }
+  if (roles.includes('inbound')) {
+    const inbound = await startInboundServer(c);
+    running.push({ name: 'inbound', stop: () => inbound.close() });
   }
   if (roles.includes('api')) running.push(await startApi(c));
   running.push({ name: 'node', stop: () => membership.leave() });
