@@ -13,7 +13,7 @@ db.pragma('busy_timeout = 0');
 // PASSIVE copies committed WAL frames into the database file without blocking the writer on
 // the main thread. But the writer starts the WAL over only when a checkpoint has covered all of
 // it at the moment a write transaction begins, which under a steady stream of commits never
-// happens: the WAL then grows without bound (1 GB in 15 s; src/db/sqlite-checkpointer.test.ts).
+// happens: the WAL then grows without bound (1 GB in 15 s; test/db/sqlite-checkpointer.test.ts).
 // So once it holds `restartFrames` frames and a PASSIVE pass (which did the copying and the
 // syncing) has caught up, a RESTART follows: it takes the write lock only between two of the
 // writer's transactions, copies the few frames committed since (usually none, so no sync under

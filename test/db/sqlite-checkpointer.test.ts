@@ -59,6 +59,7 @@ describe('SQLite checkpoints on a background thread', () => {
       await sql`create table blobs (id integer primary key, body text not null)`.execute(database.db);
       await sql`create index blobs_body on blobs (body)`.execute(database.db);
       const body = 'x'.repeat(2000);
+      // (A loaded 2-core machine needs far more than vitest's 30 s for this: see the timeout.)
       // A writer that is never idle for long (the accept path, delivery outcomes and webhook
       // bookkeeping under a steady load): transactions back to back, one event-loop turn apart.
       // About 1 GB of WAL frames in all; before the fix the WAL held every one of them, since a
@@ -81,7 +82,7 @@ describe('SQLite checkpoints on a background thread', () => {
     expect((check.prepare('select count(*) as n from blobs').get() as { n: number }).n).toBe(rows);
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     check.close();
-  });
+  }, 240_000);
 
   it('transactions that read before they write never fail with SQLITE_BUSY while the thread starts the WAL over', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'postyard-ckpt-'));
@@ -112,5 +113,5 @@ describe('SQLite checkpoints on a background thread', () => {
     }
     expect(failures.slice(0, 3)).toEqual([]);
     expect(ok).toBe(2500);
-  });
+  }, 240_000);
 });
