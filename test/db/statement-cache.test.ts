@@ -49,7 +49,7 @@ describe('SQLite statement cache', () => {
       raw.close();
       void database.close();
     }
-  });
+  }, 240_000);
 
   it('keeps short statements (LRU), never keeps long ones, and stays within its text budget', () => {
     const raw = new SqliteDatabase(':memory:');
