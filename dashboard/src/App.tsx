@@ -15,6 +15,8 @@ import { NotFound } from './pages/NotFound.tsx';
 import { Overview } from './pages/Overview.tsx';
 import { Smtp } from './pages/Smtp.tsx';
 import { Suppressions } from './pages/Suppressions.tsx';
+import { TemplateEditor } from './pages/TemplateEditor.tsx';
+import { Templates } from './pages/Templates.tsx';
 import { Webhooks } from './pages/Webhooks.tsx';
 
 interface PageProps {
@@ -37,6 +39,8 @@ const PAGES: Record<Exclude<PageName, 'login'>, (p: PageProps) => ReactNode> = {
   webhooks: () => <Webhooks />,
   suppressions: () => <Suppressions />,
   domains: () => <Domains />,
+  templates: () => <Templates />,
+  template: ({ params }) => <TemplateEditor id={params.id ?? ''} />,
   account: ({ session, reloadSession }) => <Account session={session} onChanged={reloadSession} />,
 };
 

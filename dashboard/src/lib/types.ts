@@ -149,3 +149,31 @@ export interface Stats {
   totals: Record<SeriesName, number>;
   delivery_rate: number | null;
 }
+
+export interface TemplateVersion {
+  version: number;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  from: string | null;
+  reply_to: string | null;
+  headers: Record<string, string>;
+  defaults: Record<string, unknown>;
+  created_at: string;
+}
+
+export interface Template {
+  id: string;
+  name: string;
+  description: string | null;
+  published: TemplateVersion | null;
+  draft: TemplateVersion | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TemplatePreview {
+  subject: string;
+  text: string | null;
+  html: string | null;
+}

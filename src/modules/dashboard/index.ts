@@ -4,6 +4,7 @@ import { registerDashboardApiRoutes } from './api.routes.ts';
 import { registerDashboardAuthRoutes } from './auth.routes.ts';
 import { registerDashboardPages } from './pages.ts';
 import { installDashboardSession } from './session.plugin.ts';
+import { registerTemplateDashboardRoutes } from '../templates/dashboard.routes.ts';
 
 /**
  * The web dashboard (docs/dashboard.md): its pages and its JSON API under /dashboard/api, in an
@@ -14,6 +15,7 @@ export async function registerDashboard(app: TypedApp, c: Container) {
     installDashboardSession(child, c.dashboard);
     registerDashboardAuthRoutes(child, c);
     registerDashboardApiRoutes(child, c);
+    registerTemplateDashboardRoutes(child, c);
     await registerDashboardPages(child);
   });
 }

@@ -24,6 +24,8 @@ export const DASHBOARD_PAGES = [
   { path: '/activity', page: 'activity', nav: { label: 'Activity' } },
   { path: '/messages/:id', page: 'message', navParent: '/activity' },
   { path: '/suppressions', page: 'suppressions', nav: { label: 'Suppressions' } },
+  { path: '/templates', page: 'templates', nav: { label: 'Templates' } },
+  { path: '/templates/:id', page: 'template', navParent: '/templates' },
   { path: '/domains', page: 'domains', nav: { label: 'Sending domains' } },
   { path: '/settings/api-keys', page: 'api-keys', nav: { label: 'API keys', group: 'Settings' } },
   { path: '/settings/smtp', page: 'smtp', nav: { label: 'SMTP credentials', group: 'Settings' } },

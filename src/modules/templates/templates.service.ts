@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { TemplatesTable, TemplateVersionsTable } from '../../db/schema.ts';
@@ -287,6 +288,36 @@ export class TemplatesService {
     if (!r) return null;
     const { version, created_at: _created, ...content } = r.version;
     return { templateId: r.template.id, version, content };
+  }
+
+  /**
+   * Renders content that is not saved yet (the dashboard editor's live preview): syntax errors
+   * and render problems are 422 naming the part (and line). Compiled parts are cached by a digest
+   * of their source, in the same bounded cache.
+   */
+  renderUnsaved(input: {
+    subject: string;
+    text?: string | null | undefined;
+    html?: string | null | undefined;
+    defaults?: Record<string, unknown> | undefined;
+    substitution_data?: Record<string, unknown> | undefined;
+  }): PreviewView {
+    const c = { subject: input.subject, text: input.text ?? null, html: input.html ?? null };
+    const problems = contentProblems(c);
+    if (problems.length) throw validationError(problems);
+    const key = `unsaved:${createHash('sha256').update(JSON.stringify(c)).digest('base64url')}`;
+    try {
+      const out = renderContent(
+        { ...c, from: null, reply_to: null, headers: {} },
+        mergeData(input.defaults, input.substitution_data),
+        { body: key, headers: key },
+      );
+      return { subject: out.subject, text: out.text, html: out.html };
+    } catch (err) {
+      if (err instanceof RenderError)
+        throw validationError([{ field: err.part, message: `${err.part}: ${err.detail}` }]);
+      throw err;
+    }
   }
 
   /** Renders a version with sample data (over its defaults); render problems are 422 naming the part. */
