@@ -43,7 +43,9 @@ describe('dashboard templates', () => {
     });
     expect(created.statusCode, created.body).toBe(201);
     const id = created.json().id as string;
-    expect((await alice.client.patch(`/dashboard/api/templates/${id}`, { subject: 'Hey {{first}}' })).json().draft.version).toBe(2);
+    expect(
+      (await alice.client.patch(`/dashboard/api/templates/${id}`, { subject: 'Hey {{first}}' })).json().draft.version,
+    ).toBe(2);
     expect((await alice.client.post(`/dashboard/api/templates/${id}/publish`)).json().published.version).toBe(2);
     const sent = await alice.client.post(`/dashboard/api/templates/${id}/send-test`, {
       email: 'tester@example.net',
@@ -71,7 +73,14 @@ describe('dashboard templates', () => {
       ['GET', '/versions'],
       ['DELETE', ''],
     ] as const) {
-      const body = method === 'PATCH' ? { subject: 'x' } : path === '/send-test' ? { email: 'x@example.net' } : path === '/preview' ? {} : undefined;
+      const body =
+        method === 'PATCH'
+          ? { subject: 'x' }
+          : path === '/send-test'
+            ? { email: 'x@example.net' }
+            : path === '/preview'
+              ? {}
+              : undefined;
       const res = await bob.client.request(method, `/dashboard/api/templates/${id}${path}`, body ? { body } : {});
       expect(res.statusCode, `${method} ${path}`).toBe(404);
     }
