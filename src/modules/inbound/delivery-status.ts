@@ -52,7 +52,8 @@ export interface SmtpFigures {
 }
 
 const REPLY_CODE = /(?:^|[\s(#:;])([45]\d\d)(?=[\s-]|$)/;
-const ENHANCED = /(?:^|[\s(#:;<])([245]\.\d{1,3}\.\d{1,3})(?=[\s>),;.]|$)/;
+// `550-5.1.1` (multi-line replies) and `(#5.1.1)` (qmail) included.
+const ENHANCED = /(?:^|[\s(#:;<-])([245]\.\d{1,3}\.\d{1,3})(?=[\s>),;.]|$)/;
 
 /** The reply code and enhanced status code found in a diagnostic text, if any. */
 export function smtpFigures(text: string): SmtpFigures {

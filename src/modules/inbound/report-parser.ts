@@ -96,7 +96,8 @@ function recipientsOf(statusText: string): RecipientStatus[] {
       recipient: addressField(g.get('final-recipient')) ?? addressField(g.get('original-recipient')),
       action,
       smtpCode: figures.code,
-      enhancedCode: status ?? figures.enhanced,
+      // A generic status (X.0.0, as Exim gives) yields to a specific code in the diagnostic.
+      enhancedCode: status && !/\.0\.0$/.test(status) ? status : (figures.enhanced ?? status),
       diagnostic: (diagnostic || (status ? `Status: ${status}` : '')).slice(0, 1000),
       remoteMta: addressField(g.get('remote-mta')),
     });
@@ -127,13 +128,16 @@ export async function parseInbound(raw: Buffer): Promise<InboundReport> {
     return { kind: 'dsn', standard: false, recipients: [plainBounce(text)], refs };
   }
   if (type === 'feedback-report') {
-    const fields = parseFieldGroups((partOf(mail, 'message/feedback-report') ?? '').slice(0, SCAN_CHARS))[0];
+    const feedback = (partOf(mail, 'message/feedback-report') ?? '').slice(0, SCAN_CHARS);
+    const fields = parseFieldGroups(feedback)[0];
     return {
       kind: 'complaint',
       feedbackType: (fields?.get('feedback-type') ?? 'other').toLowerCase().slice(0, 64),
       userAgent: fields?.get('user-agent')?.slice(0, 200) ?? null,
       recipient: addressField(fields?.get('original-rcpt-to')),
-      refs: findReferences(returnedPart(mail)),
+      // The returned message may be an attachment or (Content-Disposition: inline) the text;
+      // Original-Mail-From in the report itself carries our token too.
+      refs: findReferences(`${returnedPart(mail)}\r\n${feedback}\r\n${(mail.text ?? '').slice(0, SCAN_CHARS)}`),
     };
   }
   const text = (mail.text ?? '').slice(0, SCAN_CHARS);
