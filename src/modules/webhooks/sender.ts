@@ -1,8 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { isIP, type Socket } from 'node:net';
+import { isIP } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { ForbiddenTargetError, guardedLookup, isForbiddenAddress } from '../../lib/address-guard.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { checkConnectedAddress } from '../../lib/guarded-connector.ts';
 import { checkUrlSyntax } from './ssrf.ts';
 
 /** `whsec_` + base64 of 32 random bytes: the Standard Webhooks secret format. */
@@ -86,18 +87,7 @@ export class WebhookSender {
       timeout: this.timeoutMs,
       ...(opts.allowPrivate ? {} : { lookup: guardedLookup }),
     } as buildConnector.BuildOptions);
-    const connect: buildConnector.connector = opts.allowPrivate
-      ? base
-      : (options, callback) =>
-          base(options, (err, socket) => {
-            if (err || !socket) return callback(err ?? new Error('connect failed'), null);
-            const addr = (socket as Socket).remoteAddress ?? '';
-            if (isForbiddenAddress(addr)) {
-              socket.destroy();
-              return callback(new ForbiddenTargetError(options.hostname, addr || 'an unknown address'), null);
-            }
-            callback(null, socket);
-          });
+    const connect = opts.allowPrivate ? base : checkConnectedAddress(base);
     this.agent = new Agent({
       connect,
       connections: opts.connectionsPerOrigin ?? 32,

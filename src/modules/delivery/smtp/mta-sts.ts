@@ -19,10 +19,10 @@
  * - Answers are values with a `note` for the attempt transcript; nothing is thrown.
  */
 import { type LookupAddress, promises as dnsPromises } from 'node:dns';
-import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
-import { createGuardedLookup, ForbiddenTargetError, isForbiddenAddress } from '../../../lib/address-guard.ts';
+import { createGuardedLookup } from '../../../lib/address-guard.ts';
+import { checkConnectedAddress } from '../../../lib/guarded-connector.ts';
 import { type MtaStsPolicy, parsePolicy, parseStsTxt } from './mta-sts-policy.ts';
 
 export interface MtaStsOptions {
@@ -88,18 +88,7 @@ export class MtaStsResolver {
       ...(o.secureContext ? { secureContext: o.secureContext } : {}),
     } as buildConnector.BuildOptions);
     // The address actually connected to is checked too (as the webhook sender does).
-    const connect: buildConnector.connector = o.allowPrivate
-      ? base
-      : (options, callback) =>
-          base(options, (err, socket) => {
-            if (err || !socket) return callback(err ?? new Error('connect failed'), null);
-            const addr = (socket as Socket).remoteAddress ?? '';
-            if (isForbiddenAddress(addr)) {
-              socket.destroy();
-              return callback(new ForbiddenTargetError(options.hostname, addr || 'an unknown address'), null);
-            }
-            callback(null, socket);
-          });
+    const connect = o.allowPrivate ? base : checkConnectedAddress(base);
     this.agent = new Agent({ connect, headersTimeout: timeout, bodyTimeout: timeout, keepAliveTimeout: 1000 });
   }
 
