@@ -8,6 +8,7 @@ import { createRenderer } from './render/render-pool.ts';
 import type { SigningKeyLookup } from './render/renderer.ts';
 import { relayFromUrl } from './smtp/relay-url.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
+import { deriveTokenKey } from '../tracking/token.ts';
 import { VerpSigner } from '../inbound/verp.ts';
 
 /**
@@ -51,6 +52,7 @@ export function createDeliveryWorker(
     },
     signingKey,
     verp: new VerpSigner(c.masterKey),
+    tracking: { base: c.config.publicUrl, key: deriveTokenKey(c.masterKey) },
     renderer: createRenderer(c.config.renderThreads, c.logger),
     ...overrides,
   });

@@ -17,6 +17,7 @@ import {
   type TransmissionForDelivery,
 } from './render/renderer.ts';
 import type { SmtpTimeouts } from './smtp/smtp-client.ts';
+import { trackingPlan } from '../tracking/render-plan.ts';
 import type { VerpSigner } from '../inbound/verp.ts';
 
 export interface DeliveryWorkerOptions {
@@ -26,6 +27,8 @@ export interface DeliveryWorkerOptions {
   logger: Logger;
   routing: RoutingOptions;
   signingKey: SigningKeyLookup;
+  /** Tracking base URL and token key (docs/tracking.md); null = no tracking, no List-Unsubscribe. */
+  tracking?: { base: string; key: Uint8Array } | null;
   /** Signs the VERP token of each message's envelope sender (src/modules/inbound/verp.ts). */
   verp: VerpSigner;
   ehloName: string;
@@ -88,7 +91,15 @@ export class DeliveryWorker {
   readonly o: Required<Omit<DeliveryWorkerOptions, 'timeouts'>> & { timeouts?: Partial<SmtpTimeouts> };
 
   constructor(opts: DeliveryWorkerOptions) {
-    this.o = { batchSize: 200, leaseMs: 300_000, pollMs: 250, maxInflight: 2000, renderer: inlineRenderer, ...opts };
+    this.o = {
+      batchSize: 200,
+      leaseMs: 300_000,
+      pollMs: 250,
+      maxInflight: 2000,
+      renderer: inlineRenderer,
+      tracking: null,
+      ...opts,
+    };
     this.outcomes = new OutcomeBuffer({
       database: this.o.database,
       suppressions: this.o.suppressions,
@@ -164,10 +175,21 @@ export class DeliveryWorker {
     if (hit) return hit;
     const row = await loadTransmission(this.o.database.db, msg.tenant_id, msg.transmission_id);
     if (!row) return null;
+    const base = forDelivery(row);
+    const tags = JSON.parse(row.tags) as string[];
+    const tracking = this.o.tracking
+      ? trackingPlan(this.o.tracking, {
+          tenant_id: row.tenant_id,
+          mail_type: row.mail_type,
+          tags,
+          options: base.options,
+        })
+      : null;
     const tx = {
-      ...forDelivery(row),
+      ...base,
+      options: { ...base.options, tracking },
       mailType: row.mail_type,
-      tags: JSON.parse(row.tags) as string[],
+      tags,
       createdAtMs: Date.parse(row.created_at),
     };
     this.txCache.set(row.id, tx);

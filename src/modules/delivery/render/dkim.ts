@@ -9,7 +9,8 @@
  *   Measured once on the 2-core dev machine, 100 KB message: 0.44 ms per message here vs 1.2 ms
  *   with nodemailer's DKIM, of which the RSA-2048 private-key operation alone is 0.22 ms.
  * - Signed fields: From, To, Subject, Date, Message-ID, Reply-To, MIME-Version, Content-Type,
- *   List-Unsubscribe and List-Unsubscribe-Post (RFC 8058 requires both be signed), each only
+ *   List-Unsubscribe and List-Unsubscribe-Post (RFC 8058 requires both be signed), Feedback-ID
+ *   (Gmail's feedback loop counts only a signed one), each only
  *   when present. From is listed once more than it occurs ("over-signing") so nobody can add a
  *   second From header below the signature without breaking it.
  * - Relaxed canonicalization is applied to the bytes as latin1 ("binary") so 8-bit content hashes
@@ -49,6 +50,7 @@ export const DKIM_SIGNED_HEADERS = [
   'content-type',
   'list-unsubscribe',
   'list-unsubscribe-post',
+  'feedback-id',
 ] as const;
 
 export function generateDkimKeyPair(): DkimKeyPair {

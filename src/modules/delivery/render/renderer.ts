@@ -5,6 +5,7 @@ import { dkimSign, dkimSignatureHeader } from './dkim.ts';
 import { isStatic, mergeData, renderContent, storedKeys } from '../../templates/render-content.ts';
 import { fromSharedBody, type SharedInput } from './shared-body.ts';
 import { buildMessage } from './mime.ts';
+import { applyTracking, perRecipient, rawHeaderLines, type TrackingPlan } from '../../tracking/render-plan.ts';
 
 /** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
 export interface SigningKey {
@@ -24,9 +25,17 @@ export interface TransmissionForDelivery {
    * A Uint8Array on a render thread: structured clone does not keep Buffers (see asBuffer).
    */
   raw: Uint8Array | null;
-  options: { sandbox?: boolean };
+  options: TransmissionOptions;
   /** fromDomainOf(content), decided once per transmission (content/stored-content.ts). */
   fromDomain: string | null;
+}
+
+/** The stored options, and the tracking plan the delivery worker adds (tracking/render-plan.ts). */
+export interface TransmissionOptions {
+  sandbox?: boolean;
+  open_tracking?: boolean;
+  click_tracking?: boolean;
+  tracking?: TrackingPlan | null;
 }
 
 /** A transmissions row as the renderer takes it: content parsed and the From domain decided, once. */
@@ -38,7 +47,7 @@ export function forDelivery(
     id: row.id,
     content,
     raw: row.raw_message ? Buffer.from(row.raw_message, 'base64') : null,
-    options: JSON.parse(row.options) as { sandbox?: boolean },
+    options: JSON.parse(row.options) as TransmissionOptions,
     fromDomain: fromDomainOf(content),
   };
 }
@@ -68,6 +77,13 @@ export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+/** The header section of a message (latin1 text), for header presence checks. */
+function headOf(raw: Buffer): string {
+  const text = raw.subarray(0, 64 * 1024).toString('latin1');
+  const end = text.search(/\r?\n\r?\n/);
+  return end >= 0 ? text.slice(0, end) : text;
+}
+
 /** Adds Message-ID and Date to a submitted message that lacks them (RFC 5322 requires Date). */
 function ensureHeaders(raw: Buffer, messageId: string): Buffer {
   const text = raw.toString('latin1');
@@ -95,24 +111,33 @@ export async function renderMessage(
   const fromDomain = tx.fromDomain ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
   const returnPathDomain = key?.returnPathDomain ?? fromDomain;
+  const plan = tx.options.tracking ?? null;
   const envelopeFrom = `bounces+${verpToken}@${returnPathDomain}`;
   // CRLF lines only, before signing (src/lib/line-ends.ts): submission normalises already, this
   // covers messages stored before it did.
-  if (tx.raw) return sign(envelopeFrom, ensureHeaders(toCrlf(asBuffer(tx.raw)), messageId), key);
+  if (tx.raw) {
+    const raw = ensureHeaders(toCrlf(asBuffer(tx.raw)), messageId);
+    const top = rawHeaderLines(plan, msg.id, headOf(raw), returnPathDomain);
+    return sign(envelopeFrom, top ? Buffer.concat([Buffer.from(top, 'latin1'), raw]) : raw, key);
+  }
   const c = tx.content;
   const to = { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) };
   const personal = msg.substitution_data ? (JSON.parse(msg.substitution_data) as Record<string, unknown>) : null;
   // Without data of its own (or with content that uses no language) a recipient gets the same
   // body as every such recipient: compose it once per transmission (shared-body.ts).
-  if (personal === null || isStatic(c)) {
-    const parts = await fromSharedBody(tx.id, to, messageId, () => composeInput(tx.id, c, null));
+  // Opens, clicks and List-Unsubscribe carry the message's own tokens: no shared body then.
+  if (!perRecipient(plan) && (personal === null || isStatic(c))) {
+    const parts = await fromSharedBody(tx.id, to, messageId, () =>
+      applyTracking(plan, null, composeInput(tx.id, c, null), returnPathDomain),
+    );
     if (parts) {
       const signature = key ? dkimSignatureHeader(parts.head, parts.bodyHash, signOptions(key)) : '';
       const head = Buffer.from(`${signature}${parts.head}\r\n\r\n`, 'latin1');
       return { envelopeFrom, raw: Buffer.concat([head, parts.body]), signed: key !== null };
     }
   }
-  return sign(envelopeFrom, await buildMessage({ ...composeInput(tx.id, c, personal), to, messageId }), key);
+  const input = applyTracking(plan, msg.id, composeInput(tx.id, c, personal), returnPathDomain);
+  return sign(envelopeFrom, await buildMessage({ ...input, to, messageId }), key);
 }
 
 /**
