@@ -42,6 +42,8 @@ export const ENDPOINTS = {
   'templates.publish': ['POST', '/v1/templates/{id}/publish'],
   'templates.versions': ['GET', '/v1/templates/{id}/versions'],
   'templates.preview': ['POST', '/v1/templates/{id}/preview'],
+  'trackingSettings.get': ['GET', '/v1/tracking-settings'],
+  'trackingSettings.update': ['PATCH', '/v1/tracking-settings'],
 } as const satisfies Record<string, readonly [HttpMethod, ApiPath]>;
 
 export type EndpointName = keyof typeof ENDPOINTS;

@@ -17,6 +17,7 @@ import {
   SmtpCredentials,
   Suppressions,
   Templates,
+  TrackingSettings,
   Transmissions,
   Webhooks,
 } from './resources.ts';
@@ -31,6 +32,7 @@ export class Postyard {
   readonly smtpCredentials: SmtpCredentials;
   readonly sendingDomains: SendingDomains;
   readonly templates: Templates;
+  readonly trackingSettings: TrackingSettings;
 
   constructor(options: PostyardOptions) {
     const http = new HttpClient(options);
@@ -43,6 +45,7 @@ export class Postyard {
     this.smtpCredentials = new SmtpCredentials(http);
     this.sendingDomains = new SendingDomains(http);
     this.templates = new Templates(http);
+    this.trackingSettings = new TrackingSettings(http);
   }
 }
 

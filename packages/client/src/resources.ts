@@ -265,3 +265,14 @@ export class Templates extends Resource {
     return this.call('templates.preview', { id, json: body }, opts);
   }
 }
+
+export class TrackingSettings extends Resource {
+  /** The tenant's open and click tracking defaults per mail type (docs/tracking.md). */
+  get(opts?: RequestOptions) {
+    return this.call('trackingSettings.get', {}, opts);
+  }
+  /** Changes the defaults; fields not given keep their value. */
+  update(body: Body<'trackingSettings.update'>, opts?: RequestOptions) {
+    return this.call('trackingSettings.update', { json: body }, opts);
+  }
+}

@@ -1373,6 +1373,7 @@ export interface paths {
           identifier?: string;
           limit?: number;
           reason_category?: 'manual' | 'unsubscribe' | 'hard_bounce' | 'complaint' | 'invalid';
+          scope?: 'all' | 'marketing';
           type?: 'email' | 'domain';
         };
         header?: never;
@@ -1395,6 +1396,11 @@ export interface paths {
                 identifier: string;
                 /** @enum {string} */
                 reason_category: 'manual' | 'unsubscribe' | 'hard_bounce' | 'complaint' | 'invalid';
+                /**
+                 * @description all: no mail is sent to it; marketing: only marketing mail is withheld (an unsubscribe).
+                 * @enum {string}
+                 */
+                scope: 'all' | 'marketing';
                 /** @enum {string} */
                 source: 'api' | 'import' | 'bounce' | 'complaint' | 'unsubscribe' | 'dashboard';
                 /** @enum {string} */
@@ -1476,6 +1482,11 @@ export interface paths {
               identifier: string;
               /** @enum {string} */
               reason_category: 'manual' | 'unsubscribe' | 'hard_bounce' | 'complaint' | 'invalid';
+              /**
+               * @description Default all.
+               * @enum {string}
+               */
+              scope?: 'all' | 'marketing';
               /** @enum {string} */
               type: 'email' | 'domain';
             }[];
@@ -1483,7 +1494,7 @@ export interface paths {
           'multipart/form-data': {
             /**
              * Format: binary
-             * @description CSV with header row identifier,type,reason_category,description (only identifier required; type defaults to email, reason_category to manual). Up to 1000000 rows.
+             * @description CSV with header row identifier,type,reason_category,description[,scope] (only identifier required; type defaults to email, reason_category to manual, scope to all). Up to 1000000 rows.
              */
             file: string;
           };
@@ -1633,6 +1644,11 @@ export interface paths {
               identifier: string;
               /** @enum {string} */
               reason_category: 'manual' | 'unsubscribe' | 'hard_bounce' | 'complaint' | 'invalid';
+              /**
+               * @description all: no mail is sent to it; marketing: only marketing mail is withheld (an unsubscribe).
+               * @enum {string}
+               */
+              scope: 'all' | 'marketing';
               /** @enum {string} */
               source: 'api' | 'import' | 'bounce' | 'complaint' | 'unsubscribe' | 'dashboard';
               /** @enum {string} */
@@ -2568,6 +2584,192 @@ export interface paths {
     options?: never;
     head?: never;
     patch?: never;
+    trace?: never;
+  };
+  '/v1/tracking-settings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get the tenant's tracking defaults per mail type */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              click_tracking: {
+                marketing: boolean;
+                transactional: boolean;
+              };
+              open_tracking: {
+                marketing: boolean;
+                transactional: boolean;
+              };
+            };
+          };
+        };
+        /** @description Default Response */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        500: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /** Change the tenant's tracking defaults (fields not given keep their value) */
+    patch: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            click_tracking?: {
+              marketing?: boolean;
+              transactional?: boolean;
+            };
+            open_tracking?: {
+              marketing?: boolean;
+              transactional?: boolean;
+            };
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              click_tracking: {
+                marketing: boolean;
+                transactional: boolean;
+              };
+              open_tracking: {
+                marketing: boolean;
+                transactional: boolean;
+              };
+            };
+          };
+        };
+        /** @description Default Response */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+        /** @description Default Response */
+        500: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorBody'];
+          };
+        };
+      };
+    };
     trace?: never;
   };
   '/v1/transmissions': {
