@@ -2,7 +2,12 @@ import { promises as dns } from 'node:dns';
 import { dkimVerify } from 'mailauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
-import { dkimDnsRecordValue, dkimSign, generateDkimKeyPair, relaxedBody } from '../../src/modules/delivery/render/dkim.ts';
+import {
+  dkimDnsRecordValue,
+  dkimSign,
+  generateDkimKeyPair,
+  relaxedBody,
+} from '../../src/modules/delivery/render/dkim.ts';
 import { buildMessage } from '../../src/modules/delivery/render/mime.ts';
 
 const keys = generateDkimKeyPair();

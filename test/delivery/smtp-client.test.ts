@@ -1,16 +1,15 @@
 import net from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  SINK_TLS_CERT,
-  SINK_TLS_KEY,
-  type SinkMx,
-  type SinkMxOptions,
-  startSinkMx,
-} from '../peers/sink-mx.ts';
+import { SINK_TLS_CERT, SINK_TLS_KEY, type SinkMx, type SinkMxOptions, startSinkMx } from '../peers/sink-mx.ts';
 import { buildMessage } from '../../src/modules/delivery/render/mime.ts';
 import { relayFromUrl } from '../../src/modules/delivery/smtp/relay-url.ts';
-import { type AttemptResult, openSession, type SessionOptions, type SmtpSession } from '../../src/modules/delivery/smtp/smtp-client.ts';
+import {
+  type AttemptResult,
+  openSession,
+  type SessionOptions,
+  type SmtpSession,
+} from '../../src/modules/delivery/smtp/smtp-client.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
