@@ -18,7 +18,8 @@ const CONNECTIONS = 64;
 
 async function load(url: string, expect: number) {
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION });
-  const ok = r.statusCodeStats?.[String(expect)]?.count ?? 0;
+  const stats = r.statusCodeStats as Record<string, { count?: number }> | undefined;
+  const ok = stats?.[String(expect)]?.count ?? 0;
   return {
     rps: Math.round(ok / DURATION),
     p50: r.latency.p50,

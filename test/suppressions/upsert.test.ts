@@ -75,7 +75,17 @@ describe('upsert', () => {
     const ann = before.find((r) => r.identifier === 'ann@example.com');
     expect(ann).toBeDefined();
     expect(Object.keys(ann ?? {}).sort()).toEqual(
-      ['created_at', 'description', 'id', 'identifier', 'reason_category', 'scope', 'source', 'type', 'updated_at'].sort(),
+      [
+        'created_at',
+        'description',
+        'id',
+        'identifier',
+        'reason_category',
+        'scope',
+        'source',
+        'type',
+        'updated_at',
+      ].sort(),
     );
     expect(ann).toMatchObject({
       type: 'email',

@@ -26,7 +26,12 @@ function fbField(v: string): string {
 
 export function trackingPlan(
   ctx: { base: string; key: Uint8Array },
-  tx: { tenant_id: string; mail_type: string; tags: string[]; options: { open_tracking?: boolean; click_tracking?: boolean } },
+  tx: {
+    tenant_id: string;
+    mail_type: string;
+    tags: string[];
+    options: { open_tracking?: boolean; click_tracking?: boolean };
+  },
 ): TrackingPlan {
   const marketing = tx.mail_type === 'marketing';
   return {
@@ -91,7 +96,12 @@ export function applyTracking<T extends { html?: string; headers?: Record<string
 }
 
 /** For submitted (raw) messages: the header lines to put on top, each ending CRLF. */
-export function rawHeaderLines(plan: TrackingPlan | null | undefined, messageId: string, head: string, returnPathDomain: string): string {
+export function rawHeaderLines(
+  plan: TrackingPlan | null | undefined,
+  messageId: string,
+  head: string,
+  returnPathDomain: string,
+): string {
   if (!plan) return '';
   let add = '';
   if (!/^feedback-id:/im.test(head)) add += `Feedback-ID: ${plan.feedbackId}\r\n`;
