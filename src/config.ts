@@ -96,6 +96,8 @@ export interface Config {
   /** Master key (32 bytes) for secrets at rest; resolved by resolveMasterKey(). */
   masterKey: Buffer | null;
   logLevel: string;
+  /** POSTYARD_LOG_FORMAT: `auto` (readable when stdout is a terminal, else JSON), `json` or `pretty`. */
+  logFormat: 'auto' | 'json' | 'pretty';
   ehloName: string;
   /**
    * Host name that every sending domain's return-path CNAME (`bounces.<domain>`) points at and
@@ -265,6 +267,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('POSTYARD_LOG_LEVEL', `unknown level "${logLevel}"`);
   }
+  const logFormat = str(env, 'POSTYARD_LOG_FORMAT') ?? 'auto';
+  if (logFormat !== 'auto' && logFormat !== 'json' && logFormat !== 'pretty') {
+    throw new ConfigError('POSTYARD_LOG_FORMAT', `expected auto, json or pretty, got "${logFormat}"`);
+  }
   const ehloName = str(env, 'POSTYARD_EHLO_NAME') ?? defaultEhloName();
   if (!ehloName.includes('.') && !ehloName.startsWith('[')) {
     throw new ConfigError(
@@ -366,6 +372,7 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerIp: int(env, 'POSTYARD_AUTH_FAILURES_PER_IP', 60, 0, 1_000_000),
     masterKey,
     logLevel,
+    logFormat,
     ehloName,
     bounceHost,
     redisUrl,

@@ -1,10 +1,29 @@
+import { createRequire } from 'node:module';
 import { type DestinationStream, type Logger, pino } from 'pino';
+
+/**
+ * Logs are JSON (for collectors) unless a person is reading them: `auto` is readable exactly when
+ * stdout is a terminal.
+ */
+export function wantsPrettyLogs(format: 'auto' | 'json' | 'pretty', stdoutIsTty: boolean): boolean {
+  return format === 'pretty' || (format === 'auto' && stdoutIsTty);
+}
+
+/** pino-pretty as an in-process stream, loaded only when asked for (it is not needed for JSON). */
+function prettyStream(): DestinationStream {
+  const pretty = createRequire(import.meta.url)('pino-pretty') as (opts: object) => DestinationStream;
+  return pretty({
+    colorize: process.stdout.isTTY === true,
+    translateTime: 'SYS:standard',
+    ignore: 'pid,hostname,service',
+  });
+}
 
 /**
  * Structured JSON logs. Authorization headers, cookies and anything named like a secret are
  * redacted, so a key or password never reaches a log line even if a request object is logged.
  */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+export function createLogger(level: string, destination?: DestinationStream, opts: { pretty?: boolean } = {}): Logger {
   return pino(
     {
       level,
@@ -35,6 +54,6 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         censor: '[redacted]',
       },
     },
-    destination,
+    destination ?? (opts.pretty ? prettyStream() : undefined),
   );
 }

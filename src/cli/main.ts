@@ -1,12 +1,15 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ALL_ROLES, type Config, ConfigError, loadConfig, type Role } from '../config.ts';
-import { type Container, createContainer } from '../container.ts';
+import { ALL_ROLES, type Config, ConfigError, type Role } from '../config.ts';
+import { createContainer } from '../container.ts';
 import { migrateToLatest, openDatabase } from '../db/index.ts';
 import { AppError } from '../lib/errors.ts';
-import { createLogger } from '../logger.ts';
+import { createLogger, wantsPrettyLogs } from '../logger.ts';
 import { SCOPES } from '../modules/api-keys/scopes.ts';
 import { type RateLimitPatch, setTenantRateLimits } from '../modules/tenants/rate-limits.ts';
 import { installShutdown, startRoles } from '../roles.ts';
+import { registerKeyCommands, registerTenantListing, registerUserCommands } from './commands/accounts.ts';
+import { registerDoctor } from './commands/doctor.ts';
+import { config, packageVersion, print, withContainer } from './context.ts';
 
 /**
  * The `postyard` command. Exit codes: 0 ok, 1 bad configuration or runtime failure,
@@ -40,28 +43,10 @@ function parseScopes(value: string): string[] {
   return scopes;
 }
 
-function config(): Config {
-  return loadConfig(process.env);
-}
-
-/** Containers for one-shot commands log only warnings, to keep their output clean. */
-async function withContainer<T>(fn: (c: Container) => Promise<T>): Promise<T> {
-  const cfg = config();
-  const c = await createContainer(cfg, createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel));
-  try {
-    return await fn(c);
-  } finally {
-    await c.close();
-  }
-}
-
-function print(json: boolean, value: Record<string, unknown>, text: string) {
-  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
-}
-
 export function buildCli(): Command {
   const program = new Command('postyard')
     .description('Postyard: self-hosted email sending service')
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({
@@ -78,7 +63,9 @@ export function buildCli(): Command {
     )
     .action(async (opts: { roles: Role[] }) => {
       const cfg = config();
-      const logger = createLogger(cfg.logLevel);
+      const logger = createLogger(cfg.logLevel, undefined, {
+        pretty: wantsPrettyLogs(cfg.logFormat, process.stdout.isTTY === true),
+      });
       const c = await createContainer(cfg, logger);
       logger.info({ roles: opts.roles, database: c.database.dialect }, 'starting postyard');
       const running = await startRoles(c, opts.roles);
@@ -149,7 +136,10 @@ export function buildCli(): Command {
       });
     });
 
+  registerTenantListing(tenants);
+
   const keys = program.command('keys').description('Manage API keys');
+  registerKeyCommands(keys);
   keys
     .command('create')
     .description('Create an API key for a tenant and print it once')
@@ -216,6 +206,9 @@ export function buildCli(): Command {
         );
       });
     });
+
+  registerUserCommands(users);
+  registerDoctor(program);
 
   return program;
 }

@@ -18,7 +18,7 @@ import net from 'node:net';
 import dnsPacket from 'dns-packet';
 import type { Answer, DecodedPacket, Packet, Question } from 'dns-packet';
 
-export type DnsRecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME';
+export type DnsRecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'PTR';
 
 export interface MxRecord {
   preference: number;
@@ -34,6 +34,8 @@ export interface DnsRecordData {
   MX: MxRecord[];
   TXT: (string | string[])[];
   CNAME: [string];
+  /** Host names at <reversed address>.in-addr.arpa / ip6.arpa (reverse DNS). */
+  PTR: string[];
 }
 
 /** Either the records alone (TTL defaults to 300 s) or records with their TTL in seconds. */
