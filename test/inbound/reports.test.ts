@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerpSigner } from '../../src/modules/inbound/verp.ts';
+import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import { call } from '../helpers/context.ts';
 import * as corpus from './corpus.ts';
 import {
@@ -269,5 +270,33 @@ describe('refusals and bad input', () => {
       .replace('Final-Recipient: rfc822;', `${groups}\r\nFinal-Recipient: rfc822;`);
     const info = await sendInbound(h.inbound.port, [sent.envelopeFrom], dsn);
     expect(info.response).toMatch(/^250 /);
+  });
+});
+
+describe('mailto unsubscribe (List-Unsubscribe)', () => {
+  it('mail to unsubscribe+<token>@<return-path domain> suppresses for marketing and emits message.unsubscribed (mailto)', async () => {
+    const sent = await deliver(h, h.a, rcpt('unsub'));
+    const token = signToken(deriveTokenKey(h.ctx.c.masterKey), { kind: 'unsubscribe', messageId: sent.messageId });
+    const to = `unsubscribe+${token}@bounces.shop.test`;
+    const info = await sendInbound(
+      h.inbound.port,
+      [to],
+      `From: ${sent.recipient}\r\nSubject: unsubscribe\r\n\r\n`,
+      sent.recipient,
+    );
+    expect(info.response).toMatch(/^250 .*unsubscribe/);
+    const ev = (await eventsOf(h, sent.messageId)).find((e) => e.type === 'message.unsubscribed');
+    expect(ev?.data).toMatchObject({ method: 'mailto' });
+    expect(await suppressionOf(h, h.a.tenantId, sent.recipient)).toMatchObject({
+      reason_category: 'unsubscribe',
+      scope: 'marketing',
+    });
+    // A forged token is refused like any other address.
+    const forged = `unsubscribe+${token.slice(0, -2)}AA@bounces.shop.test`;
+    const err = await sendInbound(h.inbound.port, [forged], 'Subject: x\r\n\r\n').then(
+      () => null,
+      (e: { responseCode?: number }) => e,
+    );
+    expect(err?.responseCode).toBe(550);
   });
 });

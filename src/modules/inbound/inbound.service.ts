@@ -7,6 +7,7 @@ import { classifyBounce } from '../delivery/bounce-rules.ts';
 import { type AttemptRecord, eventFor, type Outcome, suppressIfProven } from '../delivery/outcomes.ts';
 import { insertEvents } from '../events/events.repo.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+import type { TrackingService } from '../tracking/tracking.service.ts';
 import { type InboundReport, parseInbound, type RecipientStatus } from './report-parser.ts';
 import type { VerpSigner } from './verp.ts';
 
@@ -23,13 +24,15 @@ import type { VerpSigner } from './verp.ts';
  * `fbl@` reports, from a signed token or our Message-ID inside it, within the tenants that own
  * that return-path domain: a report can never reach another tenant's message.
  */
-export type InboundResult = 'bounce' | 'delayed' | 'complaint' | 'auto_reply' | 'unmatched' | 'refused';
+export type InboundResult = 'bounce' | 'delayed' | 'complaint' | 'auto_reply' | 'unmatched' | 'refused' | 'unsubscribe';
 
 /** Who a message was sent to here, as decided at RCPT TO. */
 export type InboundTarget =
   | { kind: 'verp'; messageId: string }
   /** `fbl@<domain>`: `tenants` own that return-path domain; null = the shared bounce host. */
-  | { kind: 'fbl'; domain: string; tenants: string[] | null };
+  | { kind: 'fbl'; domain: string; tenants: string[] | null }
+  /** `unsubscribe+<tracking token>@...`: the List-Unsubscribe mailto of a marketing message. */
+  | { kind: 'unsubscribe'; messageId: string };
 
 interface Found {
   msg: MessagesTable;
@@ -60,6 +63,7 @@ export class InboundService {
     private readonly verp: VerpSigner,
     registry: Registry,
     private readonly logger: Logger,
+    private readonly tracking: TrackingService,
   ) {
     this.counter = inboundCounter(registry);
   }
@@ -70,16 +74,24 @@ export class InboundService {
 
   /** Handles one received message for each of its accepted recipients; returns the results. */
   async receive(raw: Buffer, targets: InboundTarget[], envelope: { from: string; remote: string }) {
-    let report: InboundReport;
-    try {
-      report = await parseInbound(raw);
-    } catch (err) {
-      // Broken MIME is the sender's problem, not a reason to make it retry: nothing matched.
-      this.logger.info({ err: (err as Error).message }, 'inbound message could not be parsed');
-      report = { kind: 'other', refs: { tokens: [], messageIds: [] } };
-    }
+    let report: InboundReport = { kind: 'other', refs: { tokens: [], messageIds: [] } };
+    if (targets.some((t) => t.kind !== 'unsubscribe'))
+      try {
+        report = await parseInbound(raw);
+      } catch (err) {
+        // Broken MIME is the sender's problem, not a reason to make it retry: nothing matched.
+        this.logger.info({ err: (err as Error).message }, 'inbound message could not be parsed');
+      }
     const results: InboundResult[] = [];
     for (const target of targets) {
+      if (target.kind === 'unsubscribe') {
+        // Any message to that address is the request (RFC 2369); what it says does not matter.
+        const ok = await this.tracking.unsubscribe(target.messageId, 'mailto', { ip: envelope.remote, userAgent: '' });
+        const result: InboundResult = ok ? 'unsubscribe' : 'unmatched';
+        this.count(result);
+        results.push(result);
+        continue;
+      }
       const result = await this.apply(report, target);
       this.count(result);
       if (result === 'unmatched') {
@@ -113,6 +125,7 @@ export class InboundService {
 
   private async findMessage(report: InboundReport, target: InboundTarget): Promise<Found | null> {
     if (target.kind === 'verp') return this.load(target.messageId, null);
+    if (target.kind !== 'fbl') return null;
     for (const token of report.refs.tokens) {
       const id = this.verp.verify(token);
       if (id) return this.load(id, target.tenants);

@@ -7,11 +7,14 @@ import { reply, SmtpReply } from '../../smtp/replies.ts';
 import { resolveTls } from '../../smtp/tls.ts';
 import { type InboundResult, InboundService, type InboundTarget } from './inbound.service.ts';
 import { VerpSigner, verpTokenOf } from './verp.ts';
+import { deriveTokenKey, verifyToken } from '../tracking/token.ts';
+import { TrackingService } from '../tracking/tracking.service.ts';
 
 /**
  * The inbound listener (role `inbound`, docs/inbound.md): receives DSNs, ARF reports and
  * auto-replies for the return-path domains. No AUTH and no relaying: RCPT TO is accepted only
- * for `bounces+<signed token>@<any domain>` and `fbl@<a return-path domain>`; everything else
+ * for `bounces+<signed token>@<any domain>`, `fbl@<a return-path domain>` and
+ * `unsubscribe+<signed tracking token>@<any domain>` (List-Unsubscribe mailto); everything else
  * gets 550 5.7.1. Connection limits, idle timeout and progress deadline are the submission
  * server's (src/smtp/connection.ts, src/smtp/limits.ts).
  */
@@ -51,7 +54,9 @@ export async function startInboundServer(c: Container, opts: InboundOptions = {}
   const log = c.logger.child({ component: 'inbound' });
   const cfg = c.config;
   const verp = new VerpSigner(c.masterKey);
-  const service = new InboundService(c.database, c.suppressions, verp, c.metrics, log);
+  const tracking = new TrackingService(c.groupCommit, c.suppressions);
+  const trackingKey = deriveTokenKey(c.masterKey);
+  const service = new InboundService(c.database, c.suppressions, verp, c.metrics, log, tracking);
   const limits = new SmtpLimits(c);
   const tls = await resolveTls(cfg, log);
   // Targets decided at RCPT, per transaction (smtp-server starts a new envelope object for each).
@@ -100,6 +105,15 @@ export async function startInboundServer(c: Container, opts: InboundOptions = {}
         self().connectionOf(session.id)?.progress();
         callback();
       };
+      // List-Unsubscribe's mailto address (src/modules/tracking/render-plan.ts): the token is
+      // base64url, so the original case of the local part counts.
+      const unsub = /^unsubscribe\+([A-Za-z0-9_-]+)@/i.exec(address.address)?.[1];
+      if (unsub) {
+        const t = verifyToken(trackingKey, unsub, 'unsubscribe');
+        if (t) return accept({ kind: 'unsubscribe', messageId: t.messageId });
+        service.count('refused');
+        return callback(refuse());
+      }
       const token = verpTokenOf(addr);
       if (token) {
         const messageId = verp.verify(token);
