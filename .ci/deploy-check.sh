@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The Dockerfile's steps without Docker (Docker cannot run on the CI machine), so the deployment
+# files do not rot: pack the package (its `prepare` builds the dashboard; devDependencies are
+# installed here, as in the Dockerfile's build stage), install the tarball into a clean directory
+# as a production install (--omit=dev), copy the built dashboard beside it, start it as a non-root
+# user on a fresh data dir, wait for GET /healthz 200 (the Dockerfile's HEALTHCHECK), stop it with
+# SIGTERM and expect exit 0.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$PWD
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/postyard-deploy.XXXXXX")
+PORT=${DEPLOY_CHECK_PORT:-39$((RANDOM % 900 + 100))}
+PID=""
+cleanup() {
+  if [[ -n $PID ]] && kill -0 "$PID" 2>/dev/null; then kill -KILL "$PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+echo "deploy-check: npm pack (runs prepare: the dashboard build)"
+npm pack --silent --pack-destination "$WORK" </dev/null >"$WORK/pack.out"
+TARBALL="$WORK/$(tail -1 "$WORK/pack.out")"
+echo "deploy-check: packed $(basename "$TARBALL") ($(du -k "$TARBALL" | cut -f1) kB)"
+
+echo "deploy-check: production install of the tarball into a clean directory"
+mkdir -p "$WORK/app"
+echo '{"name":"postyard-deploy-check","private":true}' >"$WORK/app/package.json"
+(cd "$WORK/app" && npm install --omit=dev --no-audit --no-fund "$TARBALL" </dev/null)
+APP="$WORK/app/node_modules/postyard"
+# The tarball leaves dashboard/dist out (dist/ is git-ignored); the Dockerfile copies it the same way.
+if [[ ! -f $APP/dashboard/dist/index.html ]]; then
+  echo "deploy-check: dashboard/dist is not in the tarball; copying the built one (as the Dockerfile does)"
+  mkdir -p "$APP/dashboard"
+  cp -r "$REPO/dashboard/dist" "$APP/dashboard/dist"
+fi
+for dev in vite vitest typescript @biomejs/biome; do
+  if [[ -e $WORK/app/node_modules/$dev ]]; then
+    echo "deploy-check: devDependency $dev was installed by a production install" >&2
+    exit 1
+  fi
+done
+
+DATA="$WORK/data"
+mkdir -p "$DATA"
+RUN=()
+if [[ $(id -u) == 0 ]]; then
+  # As the container does: never as root. nobody owns only the data dir.
+  chown nobody "$DATA"
+  chmod 755 "$WORK" "$WORK/app"
+  RUN=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+  getent group nogroup >/dev/null || RUN=(runuser -u nobody --)
+fi
+
+echo "deploy-check: starting as $(if ((${#RUN[@]})); then echo nobody; else id -un; fi) on 127.0.0.1:$PORT"
+env -i PATH="$PATH" HOME="$DATA" NODE_ENV=production \
+  POSTYARD_DATA_DIR="$DATA" POSTYARD_HTTP_HOST=127.0.0.1 POSTYARD_HTTP_PORT="$PORT" \
+  POSTYARD_SMTP_HOST=127.0.0.1 POSTYARD_SMTP_PORT=0 POSTYARD_EHLO_NAME=deploy-check.postyard.test \
+  "${RUN[@]}" "$WORK/app/node_modules/.bin/postyard" start >"$WORK/out.log" 2>&1 &
+PID=$!
+
+deadline=$((SECONDS + ${DEPLOY_CHECK_TIMEOUT:-120}))
+until curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null; do
+  if ! kill -0 "$PID" 2>/dev/null; then
+    echo "deploy-check: postyard exited before /healthz answered:" >&2
+    cat "$WORK/out.log" >&2
+    exit 1
+  fi
+  if ((SECONDS > deadline)); then
+    echo "deploy-check: /healthz did not answer 200 in time:" >&2
+    cat "$WORK/out.log" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+echo "deploy-check: /healthz 200 ($(curl -fsS "http://127.0.0.1:$PORT/healthz"))"
+if [[ $(id -u) == 0 ]]; then
+  user=$(ps -o user= -p "$(pgrep -P "$PID" -n || echo "$PID")" 2>/dev/null || true)
+  echo "deploy-check: process user: ${user:-?}"
+fi
+curl -fsS -o /dev/null -w 'deploy-check: GET / -> %{http_code}\n' "http://127.0.0.1:$PORT/" || true
+
+kill -TERM "$PID"
+rc=0
+wait "$PID" || rc=$?
+PID=""
+if [[ $rc != 0 ]]; then
+  echo "deploy-check: exit code $rc after SIGTERM:" >&2
+  cat "$WORK/out.log" >&2
+  exit 1
+fi
+echo "deploy-check: stopped cleanly (exit 0)"
