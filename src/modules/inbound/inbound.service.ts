@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
+import type { GroupCommit } from '../../db/group-commit.ts';
 import type { Database } from '../../db/index.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
@@ -59,6 +60,8 @@ export class InboundService {
 
   constructor(
     private readonly database: Database,
+    /** Writes go through the group commit (SQLite: concurrent reports share one transaction). */
+    private readonly groupCommit: GroupCommit,
     private readonly suppressions: SuppressionsService,
     private readonly verp: VerpSigner,
     registry: Registry,
@@ -174,7 +177,7 @@ export class InboundService {
       bounce,
       diagnostic,
     };
-    return this.database.db.transaction().execute(async (trx): Promise<InboundResult> => {
+    return this.groupCommit.run(async (trx): Promise<InboundResult> => {
       const now = nowIso();
       const res = await trx
         .updateTable('messages')
@@ -208,14 +211,14 @@ export class InboundService {
     const event = eventFor(outcome, found.msg.attempt_count);
     // The remote MTA retries on its own schedule, which the report does not give.
     event.data = { ...event.data, next_attempt_at: null, async: true, remote_mta: status.remoteMta };
-    await insertEvents(this.database.db, [event]);
+    await this.groupCommit.run((trx) => insertEvents(trx, [event]));
     return 'delayed';
   }
 
   private async complaint(found: Found, feedbackType: string, userAgent: string | null): Promise<InboundResult> {
     if (found.msg.state !== 'delivered' && found.msg.state !== 'bounced') return 'unmatched';
     const { msg } = found;
-    return this.database.db.transaction().execute(async (trx): Promise<InboundResult> => {
+    return this.groupCommit.run(async (trx): Promise<InboundResult> => {
       const earlier = await trx
         .selectFrom('events')
         .select('id')
