@@ -4,7 +4,7 @@
  * with the three lines of the quickstart.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,7 +36,19 @@ describe('@postyard/client as installed', { timeout: SPAWN_TEST_TIMEOUT_MS }, ()
       },
     );
     const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path) ?? [];
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'dist/index.js', 'dist/index.d.ts', 'README.md']));
+    expect(files).toEqual(
+      expect.arrayContaining(['package.json', 'dist/index.js', 'dist/index.d.ts', 'README.md', 'LICENSE']),
+    );
+    // What npm shows on the package page and what publint asks for.
+    const manifest = JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest).toMatchObject({
+      license: 'MIT',
+      repository: { type: 'git', directory: 'packages/client' },
+      bugs: { url: expect.stringMatching(/^https:\/\//) },
+      homepage: expect.stringMatching(/^https:\/\//),
+      keywords: expect.arrayContaining(['email']),
+    });
+    expect(readFileSync(join(PKG, 'LICENSE'), 'utf8')).toContain('MIT License');
     expect(files.some((f) => f.startsWith('scripts/'))).toBe(false);
     expect(existsSync(join(PKG, 'dist/generated/openapi.d.ts'))).toBe(true);
   });

@@ -67,8 +67,62 @@ export class PostyardError extends Error {
     const first = errors[0];
     const rid = ctx.requestId ? ` (request ${ctx.requestId})` : '';
     const msg = `${ctx.method} ${ctx.path} answered ${status} ${first?.code ?? ''}: ${first?.message ?? ''}${rid}`;
-    return new PostyardError(msg, { status, errors, ...ctx });
+    const ErrorClass = errorClassFor(status, first?.code);
+    return new ErrorClass(msg, { status, errors, ...ctx });
   }
+}
+
+/*
+ * One subclass per class of failure, so callers can branch with `instanceof` instead of comparing
+ * statuses. Each is a PostyardError: existing `instanceof PostyardError` checks keep working.
+ */
+
+/** 401: the API key is missing, unknown or revoked. Retrying does not help; fix the key. */
+export class PostyardAuthenticationError extends PostyardError {
+  override name = 'PostyardAuthenticationError';
+}
+
+/** 403 `insufficient_scope`: the key is valid but lacks the scope the call needs. */
+export class PostyardScopeError extends PostyardError {
+  override name = 'PostyardScopeError';
+}
+
+/** 400, 413, 415, 422: the request is wrong (see `fieldErrors`); resending it unchanged fails again. */
+export class PostyardValidationError extends PostyardError {
+  override name = 'PostyardValidationError';
+}
+
+/** 404: no such resource for this tenant. */
+export class PostyardNotFoundError extends PostyardError {
+  override name = 'PostyardNotFoundError';
+}
+
+/** 409: the request conflicts with the state (Idempotency-Key reused or in progress, a limit reached). */
+export class PostyardConflictError extends PostyardError {
+  override name = 'PostyardConflictError';
+}
+
+/** 429: rate limited; `retryAfterMs` says when to come back (the client already retried). */
+export class PostyardRateLimitError extends PostyardError {
+  override name = 'PostyardRateLimitError';
+}
+
+/** 5xx: the server (or a proxy in front of it) failed; the client already retried. */
+export class PostyardServerError extends PostyardError {
+  override name = 'PostyardServerError';
+}
+
+type ErrorClass = new (message: string, init: PostyardErrorInit) => PostyardError;
+
+function errorClassFor(status: number, code: string | undefined): ErrorClass {
+  if (status === 401) return PostyardAuthenticationError;
+  if (status === 403) return code === 'insufficient_scope' ? PostyardScopeError : PostyardAuthenticationError;
+  if (status === 404) return PostyardNotFoundError;
+  if (status === 409) return PostyardConflictError;
+  if (status === 429) return PostyardRateLimitError;
+  if (status >= 500) return PostyardServerError;
+  if (status === 400 || status === 413 || status === 415 || status === 422) return PostyardValidationError;
+  return PostyardError;
 }
 
 /** No HTTP answer: connection refused or dropped, DNS failure, or the per-request timeout. */

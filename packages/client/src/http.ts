@@ -4,10 +4,10 @@ import type { HttpMethod } from './types.ts';
 export const CLIENT_VERSION = '0.1.0';
 
 export interface PostyardOptions {
-  /** A `pyk_...` API key. Keep it server-side: never ship it to a browser. */
-  apiKey: string;
-  /** Where Postyard listens, e.g. `https://postyard.example.com` (a path prefix is kept). */
-  baseUrl: string;
+  /** A `pyk_...` API key (default: the POSTYARD_API_KEY environment variable). Keep it server-side: never ship it to a browser. */
+  apiKey?: string;
+  /** Where Postyard listens, e.g. `https://postyard.example.com`, a path prefix is kept (default: POSTYARD_BASE_URL). */
+  baseUrl?: string;
   /** Per attempt: an attempt with no complete answer by then is aborted (and retried). Default 30 000. */
   timeoutMs?: number;
   /** Retries after the first attempt, for 429, 5xx and network errors only. Default 3. */
@@ -89,13 +89,19 @@ export class HttpClient {
   private readonly onRetry: ((info: RetryInfo) => void) | undefined;
   private readonly userAgent: string;
 
-  constructor(opts: PostyardOptions) {
-    if (!opts?.apiKey) throw new TypeError('Postyard: apiKey is required');
-    if (!opts.baseUrl || !/^https?:\/\//i.test(opts.baseUrl)) {
-      throw new TypeError('Postyard: baseUrl must be an http(s) URL, e.g. https://postyard.example.com');
+  constructor(opts: PostyardOptions = {}) {
+    // Read where there is a process (Node, Bun, Deno's node compat); elsewhere only the options count.
+    const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {};
+    const apiKey = opts.apiKey ?? env.POSTYARD_API_KEY;
+    const baseUrl = opts.baseUrl ?? env.POSTYARD_BASE_URL;
+    if (!apiKey) throw new TypeError('Postyard: apiKey is required (or set POSTYARD_API_KEY)');
+    if (!baseUrl || !/^https?:\/\//i.test(baseUrl)) {
+      throw new TypeError(
+        'Postyard: baseUrl (or POSTYARD_BASE_URL) must be an http(s) URL, e.g. https://postyard.example.com',
+      );
     }
-    this.apiKey = opts.apiKey;
-    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.apiKey = apiKey;
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.maxRetries = opts.maxRetries ?? 3;
     this.baseMs = opts.backoff?.baseMs ?? 500;

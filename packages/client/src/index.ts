@@ -2,6 +2,7 @@
  * @postyard/client: the TypeScript client of the Postyard email API.
  *
  *   const client = new Postyard({ apiKey: process.env.POSTYARD_KEY!, baseUrl: 'http://127.0.0.1:3000' });
+ *   const fromEnv = new Postyard(); // POSTYARD_API_KEY and POSTYARD_BASE_URL
  *   await client.transmissions.send({ recipients: [{ email: 'ann@example.com' }], content: { subject: 'Hi', text: 'Hello' } });
  *
  * Every call has a timeout (30 s), is retried on 429, 5xx and network errors only (3 times, with
@@ -34,7 +35,8 @@ export class Postyard {
   readonly templates: Templates;
   readonly trackingSettings: TrackingSettings;
 
-  constructor(options: PostyardOptions) {
+  /** Without `apiKey` / `baseUrl`, the environment's POSTYARD_API_KEY / POSTYARD_BASE_URL are used. */
+  constructor(options: PostyardOptions = {}) {
     const http = new HttpClient(options);
     this.transmissions = new Transmissions(http);
     this.messages = new Messages(http);
@@ -50,7 +52,19 @@ export class Postyard {
 }
 
 export { ENDPOINTS, type EndpointName, HELPERS, KEYED_POSTS, UNKEYED_POSTS } from './endpoints.ts';
-export { type ApiErrorDetail, PostyardError, PostyardNetworkError, WebhookVerificationFailed } from './errors.ts';
+export {
+  type ApiErrorDetail,
+  PostyardAuthenticationError,
+  PostyardConflictError,
+  PostyardError,
+  PostyardNetworkError,
+  PostyardNotFoundError,
+  PostyardRateLimitError,
+  PostyardScopeError,
+  PostyardServerError,
+  PostyardValidationError,
+  WebhookVerificationFailed,
+} from './errors.ts';
 export {
   CLIENT_VERSION,
   isRetryable,
