@@ -74,6 +74,9 @@ describe('X-Postyard-Options', () => {
       metadata: { k: 'v' },
       mailType: 'transactional',
       idempotencyKey: undefined,
+      templateId: undefined,
+      useDraft: false,
+      substitutionData: undefined,
     });
     expect(parseOptions(undefined)).toMatchObject({ tags: [], mailType: 'transactional' });
   });

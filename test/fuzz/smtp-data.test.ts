@@ -22,7 +22,7 @@ afterAll(async () => {
 
 /** What the end of DATA may be answered with (docs/smtp.md, "Reply codes"). */
 const END_OF_DATA =
-  /^(250 2\.0\.0 Ok: queued as [0-9a-f-]{36}|550 5\.6\.0 |550 5\.7\.1 |553 5\.1\.7 |552 5\.3\.4 |451 4\.7\.1 )/;
+  /^(250 2\.0\.0 Ok: queued as [0-9a-f-]{36}|550 5\.6\.0 |554 5\.6\.0 |554 5\.6\.7 |550 5\.7\.1 |553 5\.1\.7 |552 5\.3\.4 |451 4\.7\.1 )/;
 
 describe('SMTP message data fuzzing', () => {
   it(

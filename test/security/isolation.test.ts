@@ -19,8 +19,13 @@ import { suppressionId } from '../suppressions/routes.ts';
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 const P = '/dashboard/api';
 
+type IdCheck = { method: Method; path: string; makeId: MakeId; body?: unknown };
+
+/** Modules registered later declare their dashboard id routes beside their catalog entries. */
+const moduleChecks = import.meta.glob<{ DASHBOARD_ID_CHECKS?: IdCheck[] }>('../*/routes.ts', { eager: true });
+
 /** Every dashboard route with a path parameter (the coverage test below keeps this complete). */
-const DASHBOARD_ID_ROUTES: { method: Method; path: string; makeId: MakeId; body?: unknown }[] = [
+const DASHBOARD_ID_ROUTES: IdCheck[] = [
   { method: 'GET', path: `${P}/messages/:id`, makeId: messageId },
   { method: 'GET', path: `${P}/transmissions/:id`, makeId: transmissionId },
   { method: 'DELETE', path: `${P}/api-keys/:id`, makeId: apiKeyId },
@@ -33,6 +38,7 @@ const DASHBOARD_ID_ROUTES: { method: Method; path: string; makeId: MakeId; body?
   { method: 'DELETE', path: `${P}/suppressions/:id`, makeId: suppressionId },
   { method: 'POST', path: `${P}/domains/:id/verify`, makeId: sendingDomainId },
   { method: 'DELETE', path: `${P}/domains/:id`, makeId: sendingDomainId },
+  ...Object.values(moduleChecks).flatMap((m) => m.DASHBOARD_ID_CHECKS ?? []),
 ];
 
 /** `METHOD /path` of every route Fastify serves, read from printRoutes (one node per line). */

@@ -43,3 +43,18 @@ export const TEMPLATE_ROUTES: RouteSpec[] = [
     makeId: templateId,
   },
 ];
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+const D = '/dashboard/api/templates';
+export const DASHBOARD_ID_CHECKS = [
+  { method: 'GET' as const, path: `${D}/:id`, makeId: templateId },
+  { method: 'PATCH' as const, path: `${D}/:id`, makeId: templateId, body: { subject: 'taken over' } },
+  { method: 'DELETE' as const, path: `${D}/:id`, makeId: templateId },
+  { method: 'GET' as const, path: `${D}/:id/versions`, makeId: templateId },
+  { method: 'POST' as const, path: `${D}/:id/publish`, makeId: templateId },
+  { method: 'POST' as const, path: `${D}/:id/preview`, makeId: templateId, body: { substitution_data: {} } },
+  { method: 'POST' as const, path: `${D}/:id/send-test`, makeId: templateId, body: { email: 'probe@example.com' } },
+];
