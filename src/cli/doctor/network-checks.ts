@@ -24,7 +24,7 @@ export async function checkSendingDomains(cfg: Config, database: Database): Prom
     .orderBy('domain')
     .execute();
   if (rows.length === 0) {
-    return [warn('dns', 'no sending domains yet', 'add one with POST /v1/domains (docs/domains.md)')];
+    return [warn('dns', 'no sending domains yet', 'add one with POST /v1/sending-domains (docs/domains.md)')];
   }
   const checker = new DnsChecker({ servers: cfg.dnsServers });
   const out: Finding[] = [];
@@ -46,7 +46,7 @@ export async function checkSendingDomains(cfg: Config, database: Database): Prom
         out.push(ok(check, `${rec.type} ${rec.name} is published`));
         return;
       }
-      const fix = `publish ${rec.type} ${rec.name} "${rec.purpose === 'dkim' ? `${rec.value.slice(0, 40)}…` : rec.value}" (full value: GET /v1/domains/<id>)`;
+      const fix = `publish ${rec.type} ${rec.name} "${rec.purpose === 'dkim' ? `${rec.value.slice(0, 40)}…` : rec.value}" (full value: GET /v1/sending-domains/<id>)`;
       const message = res?.error ?? 'not verified';
       out.push(rec.purpose === 'return_path' ? warn(check, message, fix) : fail(check, message, fix));
     });
