@@ -143,6 +143,7 @@ async function main() {
     POSTYARD_DATA_DIR: dir,
     POSTYARD_HTTP_PORT: String(httpPort),
     POSTYARD_SMTP_PORT: String(await freePort()),
+    POSTYARD_INBOUND_PORT: String(await freePort()),
     POSTYARD_LOG_LEVEL: 'warn',
     POSTYARD_DEV_MODE: 'true',
     // The sink speaks plain SMTP: the explicit opt-out from relay TLS (docs/operations.md).

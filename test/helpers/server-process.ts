@@ -104,6 +104,10 @@ export async function startServer(
   const child = spawnPostyard(['start', ...args], {
     POSTYARD_HTTP_HOST: '127.0.0.1',
     POSTYARD_HTTP_PORT: String(port),
+    // Free ports for the other listeners too: the defaults (2587, 2525) are shared by every test
+    // file running at once, and by anything else on the machine.
+    POSTYARD_SMTP_PORT: String(await freePort()),
+    POSTYARD_INBOUND_PORT: String(await freePort()),
     ...(opts.env ?? {}),
   });
   let stdout = '';
