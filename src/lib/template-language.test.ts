@@ -12,9 +12,9 @@ describe('the template language', () => {
   });
 
   it('renders missing and prototype lookups empty', () => {
-    expect(render('[{{missing}}][{{user.nope.deeper}}][{{constructor}}][{{__proto__}}][{{first.constructor}}]', data)).toBe(
-      '[][][][][]',
-    );
+    expect(
+      render('[{{missing}}][{{user.nope.deeper}}][{{constructor}}][{{__proto__}}][{{first.constructor}}]', data),
+    ).toBe('[][][][][]');
   });
 
   it('escapes {{x}} for html only; {{{x}}} is raw everywhere', () => {
