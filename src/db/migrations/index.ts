@@ -4,10 +4,10 @@ import * as m002 from './002_sending_domains.ts';
 import * as m003 from './003_webhooks.ts';
 import * as m004 from './004_dashboard.ts';
 import * as m005 from './005_claimable_index.ts';
-import * as m009 from './009_email_identifier_case.ts';
-import * as m008 from './008_tenant_domain_limit.ts';
 import * as m006 from './006_attempt_tls_policy.ts';
 import * as m007 from './007_nodes.ts';
+import * as m008 from './008_tenant_domain_limit.ts';
+import * as m009 from './009_email_identifier_case.ts';
 import * as m010 from './010_tenant_rate_limit.ts';
 import * as m011 from './011_templates.ts';
 import * as m012 from './012_tracking.ts';
@@ -19,10 +19,10 @@ export const migrations: Record<string, Migration> = {
   '003_webhooks': m003,
   '004_dashboard': m004,
   '005_claimable_index': m005,
-  '009_email_identifier_case': m009,
-  '008_tenant_domain_limit': m008,
   '006_attempt_tls_policy': m006,
   '007_nodes': m007,
+  '008_tenant_domain_limit': m008,
+  '009_email_identifier_case': m009,
   '010_tenant_rate_limit': m010,
   '011_templates': m011,
   '012_tracking': m012,
