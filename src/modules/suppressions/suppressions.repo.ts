@@ -2,6 +2,7 @@ import { dialectSql, runSql, shapedSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { SuppressionsTable } from '../../db/schema.ts';
 import { newIds } from './batch-ids.ts';
+import { wellFormed } from '../../lib/well-formed.ts';
 
 /**
  * Rows per upsert statement (one JSON parameter each, see below). 400 rows make a ~70 KB string,
@@ -31,7 +32,15 @@ export function encodeSuppression(
   source: string,
   scope: string,
 ): string {
-  return JSON.stringify([identifier, type, reasonCategory, description, source, scope]);
+  // Lone surrogates in the free text would make the JSON parameter unparsable for PostgreSQL.
+  return JSON.stringify([
+    identifier,
+    type,
+    reasonCategory,
+    description === null ? null : wellFormed(description),
+    source,
+    scope,
+  ]);
 }
 
 /**
