@@ -8,6 +8,7 @@ import { CrlfStream } from '../lib/line-ends.ts';
 import { createAuthHandler } from './auth.ts';
 import { SubmissionServer } from './connection.ts';
 import { SmtpLimits } from './limits.ts';
+import { sharedListenerOptions } from './listener-options.ts';
 import { reply, SmtpReply, toSmtpReply } from './replies.ts';
 import { type SmtpUser, submitMessage } from './submission.ts';
 import { resolveTls, type TlsMaterial } from './tls.ts';
@@ -28,11 +29,6 @@ export interface RunningSmtpServer {
   /** Graceful: stop accepting, let in-flight DATA finish (10 s at most), then close. */
   close(): Promise<void>;
 }
-
-/** How long a graceful stop waits for sessions in the middle of a message (docs/operations.md "Signals and health"). */
-const GRACE_MS = 10_000;
-/** Hard cap on connections per listener, whatever the per-IP and per-credential limits say. */
-const MAX_CLIENTS = 5_000;
 
 interface Shared {
   limits: SmtpLimits;
@@ -57,27 +53,7 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
     authRequiredMessage: '5.7.0 Authentication required',
     size: cfg.smtpMaxMessageBytes,
     maxRecipients: cfg.smtpMaxRecipients,
-    hideENHANCEDSTATUSCODES: false,
-    // Addresses are validated as ASCII (shared with the API) and delivery does not negotiate
-    // SMTPUTF8 yet, so it is not offered; 8BITMIME bodies are accepted and relayed.
-    hideSMTPUTF8: true,
-    hideDSN: true,
-    hideREQUIRETLS: true,
-    // No PTR query per connection: slow, and nothing here uses the client's hostname.
-    disableReverseLookup: true,
-    // Behind a TCP load balancer: the listed peers send a PROXY v1 header first, and the client
-    // address in it is the one the per-address limits and logs use.
-    ...(cfg.smtpProxyProtocol ? { useProxy: cfg.smtpProxyProtocol } : {}),
-    logger: false,
-    socketTimeout: cfg.smtpIdleTimeoutSeconds * 1000,
-    closeTimeout: GRACE_MS,
-    maxClients: MAX_CLIENTS,
-    // RFC 5321 allows 512 octets per command line; AUTH lines are longer but far below this.
-    maxCommandLength: 4096,
-
-    onConnect(session, callback) {
-      callback(limits.openConnection(session.id, session.remoteAddress));
-    },
+    ...sharedListenerOptions(cfg, limits),
 
     onAuth: createAuthHandler(c, limits, self, log),
 

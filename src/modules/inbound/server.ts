@@ -3,6 +3,7 @@ import type { SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import type { Container } from '../../container.ts';
 import { SubmissionServer } from '../../smtp/connection.ts';
 import { SmtpLimits } from '../../smtp/limits.ts';
+import { sharedListenerOptions } from '../../smtp/listener-options.ts';
 import { reply, SmtpReply } from '../../smtp/replies.ts';
 import { resolveTls } from '../../smtp/tls.ts';
 import { type InboundResult, InboundService, type InboundTarget } from './inbound.service.ts';
@@ -20,8 +21,6 @@ import { TrackingService } from '../tracking/tracking.service.ts';
  */
 export const INBOUND_MAX_BYTES = 10 * 1024 * 1024;
 const MAX_RECIPIENTS = 50;
-const MAX_CLIENTS = 5_000;
-const GRACE_MS = 10_000;
 
 export interface RunningInbound {
   port: number;
@@ -72,21 +71,7 @@ export async function startInboundServer(c: Container, opts: InboundOptions = {}
     authOptional: true,
     size: INBOUND_MAX_BYTES,
     maxRecipients: MAX_RECIPIENTS,
-    hideENHANCEDSTATUSCODES: false,
-    hideSMTPUTF8: true,
-    hideDSN: true,
-    hideREQUIRETLS: true,
-    disableReverseLookup: true,
-    ...(cfg.smtpProxyProtocol ? { useProxy: cfg.smtpProxyProtocol } : {}),
-    logger: false,
-    socketTimeout: cfg.smtpIdleTimeoutSeconds * 1000,
-    closeTimeout: GRACE_MS,
-    maxClients: MAX_CLIENTS,
-    maxCommandLength: 4096,
-
-    onConnect(session, callback) {
-      callback(limits.openConnection(session.id, session.remoteAddress));
-    },
+    ...sharedListenerOptions(cfg, limits),
 
     onMailFrom(_address, session, callback) {
       self().connectionOf(session.id)?.progress();
