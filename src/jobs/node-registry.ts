@@ -39,18 +39,7 @@ export class NodeMembership {
   /** Registers this run, releases the runs that died before it, starts the heartbeat. */
   async join(): Promise<void> {
     const { database, self } = this.o;
-    const now = isoAt(Date.now());
-    await database.db
-      .insertInto('nodes')
-      .values({
-        id: self.holder,
-        node_id: self.nodeId,
-        host: self.host,
-        pid: self.pid,
-        started_at: now,
-        heartbeat_at: now,
-      })
-      .execute();
+    await this.register();
     const rows = await database.db.selectFrom('nodes').selectAll().execute();
     for (const row of rows) {
       if (row.id !== self.holder && diedBefore(row, self, !isPostgres(database))) await this.reap(row, 'previous run');
@@ -73,6 +62,23 @@ export class NodeMembership {
     });
   }
 
+  /** This run's row in `nodes`, with a fresh heartbeat. */
+  private async register(): Promise<void> {
+    const { database, self } = this.o;
+    const now = isoAt(Date.now());
+    await database.db
+      .insertInto('nodes')
+      .values({
+        id: self.holder,
+        node_id: self.nodeId,
+        host: self.host,
+        pid: self.pid,
+        started_at: now,
+        heartbeat_at: now,
+      })
+      .execute();
+  }
+
   private async tick(): Promise<void> {
     try {
       await this.beat();
@@ -93,18 +99,7 @@ export class NodeMembership {
     // Another node took this one for dead (no heartbeat for timeoutMs: a stalled process or
     // database) and released its claims; what this run still sends may go out twice.
     this.o.logger.error({ holder: self.holder }, 'this node was taken for dead and its claims released; rejoining');
-    const now = isoAt(Date.now());
-    await database.db
-      .insertInto('nodes')
-      .values({
-        id: self.holder,
-        node_id: self.nodeId,
-        host: self.host,
-        pid: self.pid,
-        started_at: now,
-        heartbeat_at: now,
-      })
-      .execute();
+    await this.register();
   }
 
   private async reapSilent(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Executor } from '../../db/executor.ts';
+import { softDelete } from '../../db/soft-delete.ts';
 import type { ApiKeysTable } from '../../db/schema.ts';
 
 export async function insertApiKey(db: Executor, row: ApiKeysTable): Promise<void> {
@@ -27,16 +28,9 @@ export async function listApiKeys(
     .execute();
 }
 
-/** Soft delete: the row stays for audit, the key stops authenticating. Returns false if absent. */
-export async function deleteApiKey(db: Executor, tenantId: string, id: string, at: string): Promise<boolean> {
-  const res = await db
-    .updateTable('api_keys')
-    .set({ deleted_at: at })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+/** Soft delete: the row stays for audit, it stops authenticating. Returns false if absent. */
+export function deleteApiKey(db: Executor, tenantId: string, id: string, at: string): Promise<boolean> {
+  return softDelete(db, 'api_keys', tenantId, id, at);
 }
 
 export async function touchApiKeys(db: Executor, ids: string[], at: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Executor } from '../../db/executor.ts';
+import { softDelete } from '../../db/soft-delete.ts';
 import type { SmtpCredentialsTable } from '../../db/schema.ts';
 
 export async function insertSmtpCredential(db: Executor, row: SmtpCredentialsTable): Promise<void> {
@@ -22,15 +23,9 @@ export async function listSmtpCredentials(
     .execute();
 }
 
-export async function deleteSmtpCredential(db: Executor, tenantId: string, id: string, at: string): Promise<boolean> {
-  const res = await db
-    .updateTable('smtp_credentials')
-    .set({ deleted_at: at })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+/** Soft delete: the row stays for audit, it stops authenticating. Returns false if absent. */
+export function deleteSmtpCredential(db: Executor, tenantId: string, id: string, at: string): Promise<boolean> {
+  return softDelete(db, 'smtp_credentials', tenantId, id, at);
 }
 
 export async function findActiveByUsername(db: Executor, username: string): Promise<SmtpCredentialsTable | undefined> {
