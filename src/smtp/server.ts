@@ -9,6 +9,7 @@ import { createAuthHandler } from './auth.ts';
 import { SubmissionServer } from './connection.ts';
 import { SmtpLimits } from './limits.ts';
 import { sharedListenerOptions } from './listener-options.ts';
+import { receiveData } from './receive-data.ts';
 import { reply, SmtpReply, toSmtpReply } from './replies.ts';
 import { type SmtpUser, submitMessage } from './submission.ts';
 import { resolveTls, type TlsMaterial } from './tls.ts';
@@ -83,45 +84,32 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
     },
 
     onData(stream, session, callback) {
-      const conn = self().connectionOf(session.id);
-      const chunks: Buffer[] = [];
       // Line ends made CRLF chunk by chunk as the data arrives (src/lib/line-ends.ts says why);
       // prepareSubmission then only checks.
-      const crlf = new CrlfStream();
-      stream.on('data', (chunk: Buffer) => {
-        // Past the limit nothing is kept: the rest is read and dropped, then answered 552.
-        if (stream.sizeExceeded) chunks.length = 0;
-        else chunks.push(crlf.push(chunk));
-      });
-      // The client went away mid-message: smtp-server destroys the stream; nothing to answer.
-      stream.on('error', () => {});
-      stream.on('end', () => {
-        if (conn) conn.storing = true;
-        const finish = (err: SmtpReply | null, message?: string) => {
-          if (conn) conn.storing = false;
-          callback(err, message);
-          conn?.progress();
-          // Shutting down: the transaction is answered, now the session may go.
-          if (self().stopping && conn)
-            setImmediate(() => conn.send(421, '4.3.2 Server shutting down, try again later'));
-        };
-        if (stream.sizeExceeded) return finish(reply.tooBig(cfg.smtpMaxMessageBytes));
-        const envelope = {
-          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          rcptTo: session.envelope.rcptTo.map((r) => r.address),
-        };
-        chunks.push(crlf.end());
-        submitMessage(c, session.user as SmtpUser, Buffer.concat(chunks), envelope).then(
-          (r) => {
+      receiveData(
+        self(),
+        session.id,
+        stream,
+        callback,
+        async (message) => {
+          if (!message) return { refused: reply.tooBig(cfg.smtpMaxMessageBytes) };
+          const envelope = {
+            mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            rcptTo: session.envelope.rcptTo.map((r) => r.address),
+          };
+          try {
+            const r = await submitMessage(c, session.user as SmtpUser, message, envelope);
             log.debug(
               { transmission: r.transmissionId, recipients: envelope.rcptTo.length, replayed: r.replayed },
               'SMTP message accepted',
             );
-            finish(null, `2.0.0 Ok: queued as ${r.transmissionId}`);
-          },
-          (err: unknown) => finish(toSmtpReply(err, log)),
-        );
-      });
+            return { ok: `2.0.0 Ok: queued as ${r.transmissionId}` };
+          } catch (err) {
+            return { refused: toSmtpReply(err, log) };
+          }
+        },
+        new CrlfStream(),
+      );
     },
 
     onClose(session: SMTPServerSession) {

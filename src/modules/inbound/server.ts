@@ -5,6 +5,7 @@ import { SubmissionServer } from '../../smtp/connection.ts';
 import { SmtpLimits } from '../../smtp/limits.ts';
 import { sharedListenerOptions } from '../../smtp/listener-options.ts';
 import { reply, SmtpReply } from '../../smtp/replies.ts';
+import { receiveData } from '../../smtp/receive-data.ts';
 import { resolveTls } from '../../smtp/tls.ts';
 import { type InboundResult, InboundService, type InboundTarget } from './inbound.service.ts';
 import { VerpSigner, verpTokenOf } from './verp.ts';
@@ -124,35 +125,23 @@ export async function startInboundServer(c: Container, opts: InboundOptions = {}
     },
 
     onData(stream, session, callback) {
-      const conn = self().connectionOf(session.id);
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => {
-        if (stream.sizeExceeded) chunks.length = 0;
-        else chunks.push(chunk);
-      });
-      stream.on('error', () => {});
-      stream.on('end', () => {
-        if (conn) conn.storing = true;
-        const finish = (err: SmtpReply | null, message?: string) => {
-          if (conn) conn.storing = false;
-          callback(err, message);
-          conn?.progress();
-          if (self().stopping && conn)
-            setImmediate(() => conn.send(421, '4.3.2 Server shutting down, try again later'));
-        };
-        if (stream.sizeExceeded) {
+      receiveData(self(), session.id, stream, callback, async (message) => {
+        if (!message) {
           service.count('refused');
-          return finish(reply.tooBig(INBOUND_MAX_BYTES));
+          return { refused: reply.tooBig(INBOUND_MAX_BYTES) };
         }
         const list = targets.get(session.envelope) ?? [];
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-        service.receive(Buffer.concat(chunks), list, { from: mailFrom, remote: session.remoteAddress }).then(
-          (results: InboundResult[]) => finish(null, `2.0.0 Ok: ${results.join(', ')}`),
-          (err: unknown) => {
-            log.error({ err }, 'inbound message could not be processed');
-            finish(reply.tempFailure());
-          },
-        );
+        try {
+          const results: InboundResult[] = await service.receive(message, list, {
+            from: mailFrom,
+            remote: session.remoteAddress,
+          });
+          return { ok: `2.0.0 Ok: ${results.join(', ')}` };
+        } catch (err) {
+          log.error({ err }, 'inbound message could not be processed');
+          return { refused: reply.tempFailure() };
+        }
       });
     },
 
