@@ -279,7 +279,11 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in Chromium under attack', () => {
     const after = await ctx.c.database.db.selectFrom('api_keys').select(['id', 'name']).execute();
     expect(after.length).toBe(before.length);
     expect(after.map((k) => k.name)).not.toContain('csrf-form');
-    // The session itself still works from its own origin.
+    // The session itself still works from its own origin. First let the form's navigation to its
+    // answer finish: a goto started while it is still committing is interrupted by it (seen in CI).
+    await page
+      .waitForURL((u) => u.pathname === '/dashboard/api/api-keys', { timeout: 15_000, waitUntil: 'load' })
+      .catch(() => {});
     await page.goto(`${base}/settings/api-keys`);
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
   });
