@@ -244,11 +244,20 @@ describe('delivery worker', () => {
   });
 
   it('fails a message whose retries would pass 72 h after acceptance', async () => {
-    const id = await send(['defer3@dest.test'], { options: { start_time: new Date().toISOString() } });
+    // Scheduled an hour ahead so the worker cannot claim it before it is backdated (a race seen
+    // in CI), then made due at once.
+    const id = await send(['defer3@dest.test'], {
+      options: { start_time: new Date(Date.now() + 3600_000).toISOString() },
+    });
     await ctx.c.database.db
       .updateTable('transmissions')
       .set({ created_at: new Date(Date.now() - 72 * 3600_000).toISOString() })
       .where('id', '=', id)
+      .execute();
+    await ctx.c.database.db
+      .updateTable('messages')
+      .set({ next_attempt_at: new Date().toISOString() })
+      .where('transmission_id', '=', id)
       .execute();
     // The worker caches transmissions; this one was never loaded before being claimed... make sure
     const states = await settle(id, noneInFlight);
