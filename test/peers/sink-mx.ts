@@ -54,6 +54,10 @@ export interface SinkMessage {
   heloName: string;
   /** Remote port of the client connection: equal values mean the same SMTP session. */
   remotePort: number;
+  /** The client's (source) address, e.g. 127.0.0.2 when the sender bound that address. */
+  remoteAddress: string;
+  /** Date.now() when the end of DATA was accepted: rate limits are measured on these. */
+  receivedAt: number;
 }
 
 export interface SinkMxOptions {
@@ -174,6 +178,8 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
             tls: session.secure,
             heloName: session.hostNameAppearsAs,
             remotePort: session.remotePort,
+            remoteAddress: session.remoteAddress,
+            receivedAt: Date.now(),
           });
           callback(null);
         });
