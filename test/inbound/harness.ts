@@ -21,7 +21,10 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Tenant A sends From shop.test (return path bounces.shop.test), tenant B From other.test. */
+/**
+ * Tenant A sends From shop.test, tenant B From other.test. The worker finds no signing key for
+ * either, so every envelope sender is `bounces+<token>@<POSTYARD_BOUNCE_HOST>` (bounce.postyard.test).
+ */
 export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
   const sink = await startSinkMx({ script: () => 'accept' });
   const dnsServer: DnsServer = await startDnsServer({

@@ -76,7 +76,7 @@ describe('substitution data cannot add headers to the rendered message', () => {
       .where('transmission_id', '=', txId)
       .executeTakeFirstOrThrow()) as MessagesTable;
     const tx = await db.selectFrom('transmissions').selectAll().where('id', '=', txId).executeTakeFirstOrThrow();
-    return { msg, render: () => renderMessage(msg, forDelivery(tx), null, 'verp-token') };
+    return { msg, render: () => renderMessage(msg, forDelivery(tx), null, 'verp-token', 'bounce.example.net') };
   }
 
   it('a CRLF in substituted data fails that message in a header, and stays text in the bodies', async () => {
@@ -114,7 +114,7 @@ describe('substitution data cannot add headers to the rendered message', () => {
     // The payload arrived as body text, so the checks above mean something.
     expect(mail.text).toContain('Bcc: victim@evil.test');
     expect(mail.bcc).toBeUndefined();
-    expect(rendered.envelopeFrom).toBe(`bounces+verp-token@example.com`);
+    expect(rendered.envelopeFrom).toBe(`bounces+verp-token@bounce.example.net`);
     expect((mail.to && !Array.isArray(mail.to) ? mail.to.value : []).map((v) => v.address)).toEqual([
       'ann@example.com',
     ]);

@@ -76,7 +76,7 @@ async function renderStored(transmissionId: string) {
     .selectAll()
     .where('transmission_id', '=', transmissionId)
     .executeTakeFirstOrThrow();
-  return renderMessage(msg, forDelivery(tx), null, 'verp-token');
+  return renderMessage(msg, forDelivery(tx), null, 'verp-token', 'bounce.example.net');
 }
 
 describe('HTTP API: content.from and content.reply_to are one checked mailbox', () => {

@@ -52,6 +52,7 @@ export function createDeliveryWorker(
     },
     signingKey,
     verp: new VerpSigner(c.masterKey),
+    bounceHost: c.config.bounceHost,
     tracking: { base: c.config.publicUrl, key: deriveTokenKey(c.masterKey) },
     renderer: createRenderer(c.config.renderThreads, c.logger),
     ...overrides,

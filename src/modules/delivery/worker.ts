@@ -31,6 +31,8 @@ export interface DeliveryWorkerOptions {
   tracking?: { base: string; key: Uint8Array } | null;
   /** Signs the VERP token of each message's envelope sender (src/modules/inbound/verp.ts). */
   verp: VerpSigner;
+  /** POSTYARD_BOUNCE_HOST: the return-path domain of mail whose From domain has no signing key. */
+  bounceHost: string;
   ehloName: string;
   /** Messages claimed per query; default 200. */
   batchSize?: number;
@@ -354,6 +356,7 @@ export class DeliveryWorker {
         tx: { id, content, raw, options, fromDomain },
         key,
         verpToken,
+        bounceHost: this.o.bounceHost,
       });
     } catch (err) {
       // The template language's failures (RenderError, also as a render thread's plain Error)

@@ -68,6 +68,7 @@ function request(i: number): RenderRequest {
       returnPathDomain: 'rp.mail.example.com',
     },
     verpToken: `token${i}`,
+    bounceHost: 'bounce.example.net',
   };
 }
 

@@ -21,7 +21,7 @@ export interface Renderer {
 
 /** Renders on the calling thread (POSTYARD_RENDER_THREADS=0). */
 export const inlineRenderer: Renderer = {
-  render: (req) => renderMessage(req.msg, req.tx, req.key, req.verpToken),
+  render: (req) => renderMessage(req.msg, req.tx, req.key, req.verpToken, req.bounceHost),
   close: async () => {},
 };
 

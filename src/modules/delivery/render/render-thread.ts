@@ -18,7 +18,7 @@ const port = parentPort;
 if (!port) throw new Error('render-thread.ts must run in a worker thread');
 
 port.on('message', (req: RenderThreadRequest) => {
-  renderMessage(req.msg, req.tx, req.key, req.verpToken).then(
+  renderMessage(req.msg, req.tx, req.key, req.verpToken, req.bounceHost).then(
     (r) => {
       const raw = new Uint8Array(r.raw.buffer, r.raw.byteOffset, r.raw.byteLength);
       // Transfer the bytes instead of copying them when the Buffer owns its whole ArrayBuffer

@@ -59,6 +59,8 @@ export interface RenderRequest {
   key: SigningKey | null;
   /** The signed VERP token of msg.id (src/modules/inbound/verp.ts), made where the master key is. */
   verpToken: string;
+  /** POSTYARD_BOUNCE_HOST: the return-path domain when the From domain has no signing key. */
+  bounceHost: string;
 }
 
 export interface RenderedMessage {
@@ -101,16 +103,20 @@ function ensureHeaders(raw: Buffer, messageId: string): Buffer {
  * language with the recipient's data over the transmission's (docs/templates.md), MIME, Message-ID `<message id>@<from domain>`, Return-Path (envelope sender)
  * `bounces+<signed VERP token>@<return-path domain>` so asynchronous bounces can be matched (and
  * not forged, src/modules/inbound/verp.ts), and the DKIM signature of the From domain's key.
+ * The return-path domain is the sending domain's (its `bounces.` record once verified, else the
+ * bounce host: domains.service.ts signingKeyFor) or, for a From domain that is not a registered
+ * sending domain, `bounceHost`: never the From domain itself, whose MX is not ours (docs/inbound.md).
  */
 export async function renderMessage(
   msg: MessagesTable,
   tx: TransmissionForDelivery,
   key: SigningKey | null,
   verpToken: string,
+  bounceHost: string,
 ): Promise<RenderedMessage> {
   const fromDomain = tx.fromDomain ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
-  const returnPathDomain = key?.returnPathDomain ?? fromDomain;
+  const returnPathDomain = key?.returnPathDomain ?? bounceHost;
   const plan = tx.options.tracking ?? null;
   const envelopeFrom = `bounces+${verpToken}@${returnPathDomain}`;
   // CRLF lines only, before signing (src/lib/line-ends.ts): submission normalises already, this

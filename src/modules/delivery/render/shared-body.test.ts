@@ -104,7 +104,7 @@ describe('renderMessage with a shared body', () => {
       ['0193a1b2-0000-7000-8000-000000000001', 'ann@example.net'],
       ['0193a1b2-0000-7000-8000-000000000002', 'bob@example.net'],
     ] as const) {
-      const r = await renderMessage(msg(id, rcpt), tx, key, 'verp-token');
+      const r = await renderMessage(msg(id, rcpt), tx, key, 'verp-token', 'bounce.example.net');
       const text = r.raw.toString('latin1');
       expect(text).toContain(`\r\nTo: ${rcpt}\r\n`);
       expect(text).toContain(`\r\nMessage-ID: <${id}@mail.example.com>\r\n`);
