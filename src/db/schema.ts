@@ -112,6 +112,8 @@ export interface MessagesTable {
   last_response: string | null;
   created_at: string;
   updated_at: string;
+  /** 0 transactional, 1 marketing (migration 015): the fair claim's order. Defaults to 0. */
+  priority?: number;
 }
 
 export interface DeliveryAttemptsTable {
@@ -324,6 +326,36 @@ export interface TemplateVersionsTable {
   created_at: string;
 }
 
+/** Pacing (migration 015, docs/pacing.md). Null limits: the shipped default. */
+export interface PacingSiteOverridesTable {
+  tenant_id: string;
+  site: string;
+  max_connections: number | null;
+  messages_per_connection: number | null;
+  messages_per_minute: number | null;
+  messages_per_hour: number | null;
+  updated_at: string;
+}
+
+/** A site x source address ('' = default route) suspended or slowed by an automation rule. */
+export interface PacingSuspensionsTable {
+  site: string;
+  source_address: string;
+  action: string;
+  factor: number;
+  rule: string;
+  reason: string;
+  started_at: string;
+  until: string;
+}
+
+/** Messages granted per pacing bucket and time slot, shared by every PostgreSQL node. */
+export interface PacingCountsTable {
+  bucket: string;
+  slot: number;
+  n: number;
+}
+
 export interface DB {
   tenants: TenantsTable;
   api_keys: ApiKeysTable;
@@ -349,6 +381,9 @@ export interface DB {
   templates: TemplatesTable;
   template_versions: TemplateVersionsTable;
   tracking_firsts: TrackingFirstsTable;
+  pacing_site_overrides: PacingSiteOverridesTable;
+  pacing_suspensions: PacingSuspensionsTable;
+  pacing_counts: PacingCountsTable;
 }
 
 /** The first open of a message (kind `open`, link 0) / first click of a link (kind `click`). */

@@ -11,6 +11,7 @@ import * as m009 from './009_email_identifier_case.ts';
 import * as m010 from './010_tenant_rate_limit.ts';
 import * as m011 from './011_templates.ts';
 import * as m012 from './012_tracking.ts';
+import * as m015 from './015_pacing.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '010_tenant_rate_limit': m010,
   '011_templates': m011,
   '012_tracking': m012,
+  '015_pacing': m015,
 };

@@ -7,7 +7,9 @@ import type { SuppressionsService } from '../suppressions/suppressions.service.t
 import { attemptRecord, deferral, type OutcomeContext, outcomeOf, routeFailureOutcome } from './attempt-outcome.ts';
 import { connectRoute, type Route, type RoutingOptions, routeFor, SiteSlots } from './destination.ts';
 import type { Outcome } from './outcomes.ts';
-import { claimDueMessages, loadTransmission, releaseMessages } from './queue.repo.ts';
+import { loadTransmission, releaseMessages } from './queue.repo.ts';
+import { FairClaimer } from './fair-claim.ts';
+import { FairQueue } from './fair-queue.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
 import { inlineRenderer, type Renderer } from './render/render-pool.ts';
 import {
@@ -55,6 +57,9 @@ const contextOf = (job: Job): OutcomeContext => ({
 });
 
 interface Job {
+  /** The message's tenant and 0 transactional / 1 marketing: its place in a FairQueue. */
+  tenant: string;
+  priority: number;
   msg: MessagesTable;
   tx: TransmissionForDelivery & { mailType: string; tags: string[]; createdAtMs: number };
   claimedAtMs: number;
@@ -66,11 +71,14 @@ interface Taken {
   rendered: Promise<RenderedMessage | null>;
 }
 
+/** The part of maxInflight one tenant may hold, leaving room to claim other tenants' mail. */
+const TENANT_SHARE = 0.75;
+
 /** Messages each SMTP session keeps rendered (or rendering) ahead of the one it sends. */
 const RENDER_AHEAD = 8;
 
 interface DomainQueue {
-  jobs: Job[];
+  jobs: FairQueue<Job>;
   lanes: number;
   route: Promise<Awaited<ReturnType<typeof routeFor>>> | null;
 }
@@ -89,6 +97,10 @@ export class DeliveryWorker {
   private readonly txCache = new BoundedCache<string, Job['tx']>(500);
   private readonly outcomes: OutcomeBuffer;
   private readonly lanes = new Set<Promise<void>>();
+  /** Turns among tenants (fair-claim.ts); a random start so nodes do not contend for one head. */
+  private readonly claimer = new FairClaimer(Math.random().toString(16).slice(2));
+  /** Claimed-but-unfinished messages per tenant: none may hold more than TENANT_SHARE of maxInflight. */
+  private readonly byTenant = new Map<string, number>();
   private wake: (() => void) | null = null;
   readonly o: Required<Omit<DeliveryWorkerOptions, 'timeouts'>> & { timeouts?: Partial<SmtpTimeouts> };
 
@@ -125,14 +137,14 @@ export class DeliveryWorker {
     this.wake?.();
     await this.loop;
     for (const q of this.queues.values()) {
-      const jobs = q.jobs.splice(0);
+      const jobs = q.jobs.drain();
       if (jobs.length) await this.release(jobs);
     }
     await Promise.allSettled([...this.lanes]);
     // Lanes that ended hand back what they had taken but not sent (rendered ahead, or waiting
     // behind a connection that died): release those too, so no message waits for its lease.
     for (const q of this.queues.values()) {
-      const jobs = q.jobs.splice(0);
+      const jobs = q.jobs.drain();
       if (jobs.length) await this.release(jobs);
     }
     await this.flush();
@@ -151,13 +163,14 @@ export class DeliveryWorker {
       if (this.inflight < this.o.maxInflight) {
         try {
           const n = Math.min(this.o.batchSize, this.o.maxInflight - this.inflight);
-          claimed = await claimDueMessages(this.o.database, this.o.workerId, n, this.o.leaseMs);
+          claimed = await this.claimer.claim(this.o.database, this.o.workerId, n, this.o.leaseMs, this.fullTenants());
         } catch (err) {
           this.o.logger.error({ err }, 'claiming messages failed');
         }
       }
       if (claimed.length) {
         this.inflight += claimed.length;
+        for (const m of claimed) this.byTenant.set(m.tenant_id, (this.byTenant.get(m.tenant_id) ?? 0) + 1);
         await this.dispatch(claimed);
         continue;
       }
@@ -220,10 +233,10 @@ export class DeliveryWorker {
       const key = this.o.routing.relay ? '*relay*' : msg.recipient_domain;
       let q = this.queues.get(key);
       if (!q) {
-        q = { jobs: [], lanes: 0, route: null };
+        q = { jobs: new FairQueue<Job>(), lanes: 0, route: null };
         this.queues.set(key, q);
       }
-      q.jobs.push({ msg, tx, claimedAtMs: now });
+      q.jobs.push({ tenant: msg.tenant_id, priority: tx.mailType === 'marketing' ? 1 : 0, msg, tx, claimedAtMs: now });
       this.pump(key, q);
     }
   }
@@ -238,7 +251,7 @@ export class DeliveryWorker {
     });
     void q.route.then((r) => {
       if (!r.ok) {
-        for (const job of q.jobs.splice(0)) this.routeFailure(job, r);
+        for (const job of q.jobs.drain()) this.routeFailure(job, r);
         return;
       }
       const wanted = Math.min(r.route.limits.maxConnections, Math.ceil(q.jobs.length / 10));
@@ -292,7 +305,7 @@ export class DeliveryWorker {
       // Nobody answers: every waiting message of this domain is deferred with that failure.
       const attempt = attemptRecord(startedAt, conn.failure, conn.host, conn.address, route);
       for (const t of ahead.splice(0)) if (await t.rendered) this.defer(t.job, attempt, conn.failure.response);
-      for (const job of q.jobs.splice(0)) this.defer(job, attempt, conn.failure.response);
+      for (const job of q.jobs.drain()) this.defer(job, attempt, conn.failure.response);
       return;
     }
     const { session, host, address } = conn.opened;
@@ -412,9 +425,28 @@ export class DeliveryWorker {
       this.o.logger.error({ err }, 'releasing messages failed'),
     );
     this.inflight -= jobs.length;
+    for (const j of jobs) this.settled(j.msg.tenant_id, 1);
+  }
+
+  private settled(tenant: string, n: number): void {
+    const left = (this.byTenant.get(tenant) ?? n) - n;
+    if (left > 0) this.byTenant.set(tenant, left);
+    else this.byTenant.delete(tenant);
+  }
+
+  /**
+   * Tenants holding their share of this worker's capacity: the claim passes them over, so the
+   * rest stays free for the others' mail (one tenant's backlog never fills the worker).
+   */
+  private fullTenants(): Set<string> {
+    const cap = Math.max(1, Math.floor(this.o.maxInflight * TENANT_SHARE));
+    const full = new Set<string>();
+    for (const [t, n] of this.byTenant) if (n >= cap) full.add(t);
+    return full;
   }
 
   private complete(o: Outcome): void {
+    this.settled(o.msg.tenant_id, 1);
     this.outcomes.add(o);
   }
 

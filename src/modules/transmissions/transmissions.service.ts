@@ -95,6 +95,8 @@ export class TransmissionsService {
         last_response: null,
         created_at: now,
         updated_at: now,
+        // The fair claim's order (migration 015): transactional before marketing.
+        priority: input.mailType === 'marketing' ? 1 : 0,
       });
       const base = {
         tenantId,

@@ -1,0 +1,128 @@
+import { dialectSql, isPostgres, runSql } from '../../db/dialect.ts';
+import type { Database } from '../../db/index.ts';
+import { CLAIMABLE_SQL } from '../../db/message-state.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import { isoAt } from '../../lib/clock.ts';
+
+/**
+ * Fair claims (issue 18, docs/pacing.md "Fairness"). The old claim took the n earliest due rows
+ * of the whole queue, so a tenant that queued 200,000 marketing messages held back everyone's
+ * password resets until they had gone out. A claim now serves tenants in turn:
+ *
+ * 1. The next TENANTS_PER_CLAIM tenants with pending work after this worker's cursor, found by a
+ *    skip scan of messages_fair (tenant_id, priority, next_attempt_at), pending rows only
+ *    (migration 015): one index probe per tenant, whatever their backlogs.
+ * 2. From each, up to its share of the batch, transactional (priority 0) before marketing, each
+ *    in due order: at most two short index ranges per tenant.
+ * 3. Those rows are taken with the lease, re-checked (still pending and due) so two workers that
+ *    picked the same rows cannot both take one: on PostgreSQL under FOR UPDATE SKIP LOCKED, on
+ *    SQLite under its single writer lock.
+ *
+ * The cursor wraps around after the last tenant, so every tenant with due work is reached within
+ * ceil(tenants / TENANTS_PER_CLAIM) claims. Each worker starts its cursor at a random tenant id so
+ * that workers on several nodes do not all contend for the same heads. Tenants the worker already
+ * holds its share of (`skip`) are passed over, so one tenant cannot fill the worker's memory.
+ */
+export const TENANTS_PER_CLAIM = 32;
+
+/** [cursor, count] -> tenant_id rows. */
+const NEXT_TENANTS = dialectSql({
+  // INDEXED BY: other tenant-led indexes also cover tenant_id but hold every finished row.
+  sqlite:
+    'with recursive t(tenant_id, n) as (' +
+    `select (select tenant_id from messages indexed by messages_fair where ${CLAIMABLE_SQL} and tenant_id > ? order by tenant_id limit 1), 1 ` +
+    'union all ' +
+    `select (select m.tenant_id from messages m indexed by messages_fair where m.${CLAIMABLE_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
+    'from t where t.tenant_id is not null and t.n < ?) select tenant_id from t where tenant_id is not null',
+  postgres:
+    'with recursive t(tenant_id, n) as (' +
+    `select (select tenant_id from messages where ${CLAIMABLE_SQL} and tenant_id > $1 order by tenant_id limit 1), 1 ` +
+    'union all ' +
+    `select (select m.tenant_id from messages m where m.${CLAIMABLE_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
+    'from t where t.tenant_id is not null and t.n < $2) select tenant_id from t where tenant_id is not null',
+});
+
+/** SQLite, one tenant and priority: [tenant, priority, now, limit] -> id rows. */
+const DUE_OF_TENANT = dialectSql({
+  sqlite:
+    `select id from messages indexed by messages_fair where tenant_id = ? and ${CLAIMABLE_SQL} and priority = ? ` +
+    'and next_attempt_at <= ? order by next_attempt_at limit ?',
+  // Not used on PostgreSQL (TAKE_FAIR picks in one statement); kept valid for symmetry.
+  postgres:
+    `select id from messages where tenant_id = $1 and ${CLAIMABLE_SQL} and priority = $2 ` +
+    'and next_attempt_at <= $3 order by next_attempt_at limit $4',
+});
+
+/** SQLite: [until, workerId, now, ids] -> the claimed rows. */
+const TAKE_IDS = dialectSql({
+  sqlite:
+    `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
+    `where id in (select value from json_each(?)) and ${CLAIMABLE_SQL} and next_attempt_at <= ? returning *`,
+  sqliteArgs: [0, 1, 0, 2, 3, 2],
+  postgres:
+    `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
+    `where id = any($4::text[]) and ${CLAIMABLE_SQL} and next_attempt_at <= $3 returning *`,
+});
+
+/**
+ * PostgreSQL, in one statement: [until, workerId, now, tenants, perTenant, limit]. Each tenant's
+ * share is a LATERAL pair of index ranges (priority 0 first; the Append stops at the limit), and
+ * the picked rows are locked with SKIP LOCKED before the update re-checks them.
+ */
+const TAKE_FAIR_PG =
+  `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
+  `where id = any(array(select id from messages where id = any(array(` +
+  'select x.id from unnest($4::text[]) as t(tid) cross join lateral (' +
+  `(select id from messages where tenant_id = t.tid and ${CLAIMABLE_SQL} and priority = 0 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
+  'union all ' +
+  `(select id from messages where tenant_id = t.tid and ${CLAIMABLE_SQL} and priority = 1 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
+  `limit $5) x limit $6)) and ${CLAIMABLE_SQL} and next_attempt_at <= $3 for update skip locked)) returning *`;
+
+export class FairClaimer {
+  /** The last tenant served; the next claim starts after it. */
+  private cursor: string;
+
+  constructor(start = '') {
+    this.cursor = start;
+  }
+
+  /**
+   * Claims up to `limit` due messages, spread over the next tenants in turn, with a lease of
+   * `leaseMs`. `skip`: tenants this worker holds enough of already.
+   */
+  async claim(
+    database: Database,
+    workerId: string,
+    limit: number,
+    leaseMs: number,
+    skip: ReadonlySet<string> = new Set(),
+    nowMs: number = Date.now(),
+  ): Promise<MessagesTable[]> {
+    const db = database.db;
+    const now = isoAt(nowMs);
+    const until = isoAt(nowMs + leaseMs);
+    const rows = await runSql<{ tenant_id: string }>(db, NEXT_TENANTS, [this.cursor, TENANTS_PER_CLAIM]);
+    // Fewer than asked: the walk reached the last tenant, the next claim starts from the first.
+    this.cursor = rows.length < TENANTS_PER_CLAIM ? '' : (rows.at(-1)?.tenant_id ?? '');
+    const tenants = rows.map((r) => r.tenant_id).filter((t) => !skip.has(t));
+    if (tenants.length === 0) return [];
+    const share = Math.max(1, Math.ceil(limit / tenants.length));
+    if (isPostgres(db)) {
+      return runSql<MessagesTable>(db, TAKE_FAIR_PG, [until, workerId, now, tenants, share, limit]);
+    }
+    const ids: string[] = [];
+    for (const tenant of tenants) {
+      let taken = 0;
+      for (const priority of [0, 1]) {
+        const want = Math.min(share - taken, limit - ids.length);
+        if (want <= 0) break;
+        const picked = await runSql<{ id: string }>(db, DUE_OF_TENANT, [tenant, priority, now, want]);
+        for (const p of picked) ids.push(p.id);
+        taken += picked.length;
+      }
+      if (ids.length >= limit) break;
+    }
+    if (ids.length === 0) return [];
+    return runSql<MessagesTable>(db, TAKE_IDS, [until, workerId, now, ids]);
+  }
+}
