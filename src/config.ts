@@ -27,6 +27,12 @@ export const ALL_ROLES: readonly Role[] = ['api', 'smtp', 'worker', 'inbound'];
 export interface Config {
   httpPort: number;
   httpHost: string;
+  /**
+   * `/metrics` listener of a node without the api role (POSTYARD_METRICS_PORT, default 9464;
+   * POSTYARD_METRICS_HOST, default the HTTP host). With the api role /metrics is on the API port.
+   */
+  metricsPort: number;
+  metricsHost: string;
   smtpPort: number;
   /** Implicit-TLS submission port; null = off. */
   smtpsPort: number | null;
@@ -51,6 +57,11 @@ export interface Config {
   /** Peers that must open SMTP connections with a PROXY protocol v1 header ('*' = all); null = none. */
   smtpProxyProtocol: string[] | null;
   mxPort: number;
+  /**
+   * Local addresses outbound SMTP may bind (POSTYARD_SOURCE_ADDRESSES; IP pools draw from these,
+   * docs/ip-pools.md). Empty = the host's default route only.
+   */
+  sourceAddresses: readonly string[];
   devMode: boolean;
   allowPrivateWebhookTargets: boolean;
   /** Deliver to MX hosts on loopback/private addresses (dev mode implies it). */
@@ -243,6 +254,17 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('POSTYARD_DNS_SERVERS', `"${s}" is not an IP address with optional :port`);
     }
   }
+  const sourceAddresses = [
+    ...new Set(
+      (str(env, 'POSTYARD_SOURCE_ADDRESSES') ?? '')
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean),
+    ),
+  ];
+  for (const a of sourceAddresses) {
+    if (!isIP(a)) throw new ConfigError('POSTYARD_SOURCE_ADDRESSES', `"${a}" is not an IPv4 or IPv6 address`);
+  }
   const cert = str(env, 'POSTYARD_SMTP_TLS_CERT') ?? null;
   const key = str(env, 'POSTYARD_SMTP_TLS_KEY') ?? null;
   if ((cert === null) !== (key === null)) {
@@ -320,6 +342,8 @@ export function loadConfig(env: Env = process.env): Config {
     trackingRateLimitBurst: int(env, 'POSTYARD_TRACKING_RATE_LIMIT_BURST', 500, 1, 100_000_000),
     httpPort: int(env, 'POSTYARD_HTTP_PORT', 3000, 0, 65535),
     httpHost: str(env, 'POSTYARD_HTTP_HOST') ?? '127.0.0.1',
+    metricsPort: int(env, 'POSTYARD_METRICS_PORT', 9464, 0, 65535),
+    metricsHost: str(env, 'POSTYARD_METRICS_HOST') ?? str(env, 'POSTYARD_HTTP_HOST') ?? '127.0.0.1',
     smtpPort: int(env, 'POSTYARD_SMTP_PORT', 2587, 0, 65535),
     smtpsPort: smtpsPort === 0 ? null : smtpsPort,
     dataDir: isAbsolute(dataDirRaw) ? dataDirRaw : resolve(dataDirRaw),
@@ -334,6 +358,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy,
     smtpProxyProtocol,
     mxPort: int(env, 'POSTYARD_MX_PORT', 25, 1, 65535),
+    sourceAddresses: Object.freeze(sourceAddresses),
     devMode: bool(env, 'POSTYARD_DEV_MODE', false),
     allowPrivateWebhookTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS', false),
     allowPrivateMxTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_MX_TARGETS', false),

@@ -31,6 +31,8 @@ import { TransmissionsService } from './modules/transmissions/transmissions.serv
 import { TenantsService } from './modules/tenants/tenants.service.ts';
 import { TemplatesService } from './modules/templates/templates.service.ts';
 import { DashboardAccounts } from './modules/dashboard/accounts.service.ts';
+import { IpPoolsService } from './modules/ip-pools/ip-pools.service.ts';
+import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
 
 /**
  * Builds every long-lived object from config as plain factories (no DI framework). Tests build
@@ -62,6 +64,9 @@ export interface Container {
   domains: DomainsService;
   /** Stored templates (docs/templates.md). */
   templates: TemplatesService;
+  /** IP pools and warmup policies (docs/ip-pools.md). */
+  ipPools: IpPoolsService;
+  warmupPolicies: WarmupPoliciesService;
   /** Dashboard users, sign-in and sessions (the web portal). */
   dashboard: DashboardAccounts;
   /** Periodic background chores of this node; started by roles, stopped by close(). */
@@ -111,6 +116,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   );
   const domains = new DomainsService(database.db, cursors, masterKey, config);
   const rateLimiter = new RateLimiter(store);
+  const ipPools = new IpPoolsService(database, cursors, config.sourceAddresses);
   const container: Container = {
     config,
     logger,
@@ -134,9 +140,12 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
       createSenderPolicy(config, domains.verifiedCache),
     ),
     domains,
+      (db, tenantId, ref) => ipPools.resolve(db, tenantId, ref),
     templates: new TemplatesService(database, cursors),
     events: new EventsService(database, cursors),
     webhooks,
+    ipPools,
+    warmupPolicies: new WarmupPoliciesService(database, cursors),
     dashboard: new DashboardAccounts(database.db, rateLimiter),
     timers,
     async close() {

@@ -114,6 +114,8 @@ export interface MessagesTable {
   updated_at: string;
   /** 0 transactional, 1 marketing (migration 015): the fair claim's order. Defaults to 0. */
   priority?: number;
+  /** The source address of the first attempt (migration 014); retries keep it. */
+  source_address?: string | null;
 }
 
 export interface DeliveryAttemptsTable {
@@ -326,6 +328,52 @@ export interface TemplateVersionsTable {
   created_at: string;
 }
 
+/** IP pools and warmup (migration 014, docs/ip-pools.md). mail_types/stages: JSON text. */
+export interface IpPoolsTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  overflow_pool_id: string | null;
+  is_default: number;
+  mail_types: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface IpPoolAddressesTable {
+  tenant_id: string;
+  pool_id: string;
+  address: string;
+  weight: number;
+  warmup_policy_id: string | null;
+  position: number;
+}
+
+export interface WarmupPoliciesTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  stages: string;
+  max_bounce_rate: number;
+  max_complaint_rate: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WarmupCountersTable {
+  address: string;
+  period: string;
+  sent: number;
+  bounced: number;
+  complained: number;
+}
+
+export interface WarmupProgressTable {
+  address: string;
+  warmup_day: number;
+  day: string;
+}
+
 /** Pacing (migration 015, docs/pacing.md). Null limits: the shipped default. */
 export interface PacingSiteOverridesTable {
   tenant_id: string;
@@ -384,6 +432,11 @@ export interface DB {
   pacing_site_overrides: PacingSiteOverridesTable;
   pacing_suspensions: PacingSuspensionsTable;
   pacing_counts: PacingCountsTable;
+  ip_pools: IpPoolsTable;
+  ip_pool_addresses: IpPoolAddressesTable;
+  warmup_policies: WarmupPoliciesTable;
+  warmup_counters: WarmupCountersTable;
+  warmup_progress: WarmupProgressTable;
 }
 
 /** The first open of a message (kind `open`, link 0) / first click of a link (kind `click`). */

@@ -14,6 +14,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   idempotency_key_reused: 409,
   idempotency_in_progress: 409,
   domain_limit_reached: 409,
+  name_taken: 409,
+  in_use: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   validation_failed: 422,

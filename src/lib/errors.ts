@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'validation_failed'
   | 'sender_domain_not_verified'
   | 'domain_limit_reached'
+  | 'name_taken'
+  | 'in_use'
   | 'rate_limited'
   | 'internal_error'
   | 'unavailable';

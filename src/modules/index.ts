@@ -3,11 +3,13 @@ import { registerApiKeyRoutes } from './api-keys/api-keys.routes.ts';
 import { registerDashboard } from './dashboard/index.ts';
 import { registerDomainRoutes } from './domains/domains.routes.ts';
 import { registerEventRoutes } from './events/events.routes.ts';
+import { registerIpPoolRoutes } from './ip-pools/ip-pools.routes.ts';
 import { registerSmtpCredentialRoutes } from './smtp-credentials/smtp-credentials.routes.ts';
 import { registerSuppressionRoutes } from './suppressions/suppressions.routes.ts';
 import { registerTemplateRoutes } from './templates/templates.routes.ts';
 import { registerTrackingRoutes } from './tracking/tracking.routes.ts';
 import { registerTransmissionRoutes } from './transmissions/transmissions.routes.ts';
+import { registerWarmupRoutes } from './warmup/warmup.routes.ts';
 import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
 
 /**
@@ -26,5 +28,7 @@ export const FEATURE_MODULES: readonly RouteModule[] = [
   registerDomainRoutes,
   registerTemplateRoutes,
   registerTrackingRoutes,
+  registerIpPoolRoutes,
+  registerWarmupRoutes,
   registerDashboard,
 ];

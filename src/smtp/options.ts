@@ -13,6 +13,8 @@ export interface SubmissionOptions {
   useDraft: boolean;
   /** Data for the template (over its defaults). */
   substitutionData: Record<string, unknown> | undefined;
+  /** An IP pool's id or name (docs/ip-pools.md); resolved at accept, unknown = 5.6.0 like the API's 422. */
+  ipPool: string | undefined;
 }
 
 export const OPTIONS_HEADER = 'x-postyard-options';
@@ -24,6 +26,7 @@ const KNOWN = new Set([
   'template_id',
   'use_draft',
   'substitution_data',
+  'ip_pool',
 ]);
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
@@ -38,6 +41,7 @@ export function parseOptions(value: string | undefined): SubmissionOptions {
     templateId: undefined,
     useDraft: false,
     substitutionData: undefined,
+    ipPool: undefined,
   };
   if (value === undefined || value.trim() === '') return out;
   let parsed: unknown;
@@ -107,6 +111,11 @@ export function parseOptions(value: string | undefined): SubmissionOptions {
     if (!d || typeof d !== 'object' || Array.isArray(d)) throw fail('substitution_data must be a JSON object');
     if (Object.keys(d).length > 200) throw fail('substitution_data may hold at most 200 keys');
     out.substitutionData = d as Record<string, unknown>;
+  }
+  if (o.ip_pool !== undefined) {
+    if (typeof o.ip_pool !== 'string' || o.ip_pool.length < 1 || o.ip_pool.length > 128)
+      throw fail("ip_pool must be an IP pool's id or name");
+    out.ipPool = o.ip_pool;
   }
   return out;
 }

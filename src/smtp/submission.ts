@@ -184,6 +184,7 @@ export function prepareSubmission(received: Buffer, envelope: Envelope): Prepare
     // The MIME is delivered as sent: no link or pixel rewriting for SMTP submissions.
     options: { sandbox: false, open_tracking: false, click_tracking: false },
     startTime: null,
+    ipPool: options.ipPool ?? null,
     senderDomains: identity.domains,
   };
   return {

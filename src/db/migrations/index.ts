@@ -11,6 +11,7 @@ import * as m009 from './009_email_identifier_case.ts';
 import * as m010 from './010_tenant_rate_limit.ts';
 import * as m011 from './011_templates.ts';
 import * as m012 from './012_tracking.ts';
+import * as m014 from './014_ip_pools.ts';
 import * as m015 from './015_pacing.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
@@ -27,5 +28,6 @@ export const migrations: Record<string, Migration> = {
   '010_tenant_rate_limit': m010,
   '011_templates': m011,
   '012_tracking': m012,
+  '014_ip_pools': m014,
   '015_pacing': m015,
 };

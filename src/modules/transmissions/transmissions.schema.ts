@@ -57,6 +57,9 @@ export const Options = Type.Object(
     open_tracking: Type.Optional(Type.Boolean()),
     click_tracking: Type.Optional(Type.Boolean()),
     start_time: Type.Optional(Type.String({ format: 'date-time' })),
+    ip_pool: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 128, description: "An IP pool's id or name (docs/ip-pools.md)" }),
+    ),
   },
   { additionalProperties: false },
 );

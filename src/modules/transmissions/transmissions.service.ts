@@ -28,6 +28,9 @@ export type AcceptResult = Static<typeof AcceptedTransmission>;
 /** Checks that every sender domain may be used by the tenant; throws AppError otherwise. */
 export type SenderPolicy = (db: Executor, tenantId: string, senderDomains: readonly string[]) => Promise<void>;
 
+/** `options.ip_pool` (id or name) -> the pool's id; throws a 422 for an unknown pool (modules/ip-pools). */
+export type PoolResolver = (db: Executor, tenantId: string, ref: string) => Promise<string>;
+
 /**
  * Accepting mail. accept() writes the transmission, one message row per recipient (queued, or
  * suppressed), and the matching events, all through the caller's transaction: the 202 is sent
@@ -38,10 +41,13 @@ export class TransmissionsService {
     private readonly db: Executor,
     private readonly suppressions: SuppressionsService,
     private readonly senderPolicy: SenderPolicy,
+    private readonly resolvePool?: PoolResolver,
   ) {}
 
   async accept(trx: Executor, tenantId: string, input: AcceptInput): Promise<AcceptResult> {
     await this.senderPolicy(trx, tenantId, input.senderDomains);
+    // Stored as the pool's id, so renaming the pool later does not move accepted mail.
+    const ipPoolId = input.ipPool && this.resolvePool ? await this.resolvePool(trx, tenantId, input.ipPool) : null;
     const transmissionId = newId();
     const now = nowIso();
     const due = input.startTime && input.startTime > now ? input.startTime : now;
@@ -133,6 +139,7 @@ export class TransmissionsService {
       options: JSON.stringify({
         ...input.options,
         ...resolveTracking(await getTrackingSettings(trx, tenantId), input.mailType, input.options),
+        ...(ipPoolId ? { ip_pool_id: ipPoolId } : {}),
       }),
       total_accepted: accepted,
       total_rejected: input.recipients.length - accepted,

@@ -36,6 +36,8 @@ export interface AcceptInput {
   /** Tracking not given here takes the tenant's default for the mail type at accept (tracking/settings.ts). */
   options: { sandbox: boolean; open_tracking?: boolean | undefined; click_tracking?: boolean | undefined };
   startTime: string | null;
+  /** `options.ip_pool` (id or name), resolved to the pool's id at accept (docs/ip-pools.md). */
+  ipPool?: string | null;
   /**
    * Domains the message claims to be from (sender-domain policy): the From address; over SMTP
    * every From mailbox and the Sender.
@@ -176,6 +178,7 @@ export async function validateTransmission(
       click_tracking: o.click_tracking,
     },
     startTime,
+    ipPool: o.ip_pool ?? null,
     senderDomains: from && 'mailbox' in from ? [domainOf(from.mailbox.email)] : [],
   };
 }
