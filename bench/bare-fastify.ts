@@ -12,4 +12,8 @@ app.post('/v1/transmissions', async (req, reply) => {
   });
 });
 app.get('/healthz', async () => ({ status: 'ok' }));
+// Baseline for bench/tracking-click.ts: what a click answers, without looking anything up.
+app.get('/redirect', async (_req, reply) =>
+  reply.code(302).header('Location', 'https://shop.example/sale?item=0').header('Cache-Control', 'no-store').send(),
+);
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });

@@ -3,13 +3,30 @@
  * `message.unsubscribed` events, and the unsubscribe's suppression. Every write goes through the
  * group commit (src/db/group-commit.ts): on SQLite the requests of one event-loop turn share one
  * durable transaction, and each request is answered only after it committed.
+ *
+ * Clicks and opens come in bursts on the same few messages (a campaign's hot links), so two facts
+ * are kept in memory (docs/tracking.md "Throughput"): the message's facts once they can no longer
+ * change the event (FACTS_TTL_MS at most), and which (message, kind, link) already has its
+ * `tracking_firsts` row (such a row is never removed while its message exists, so "seen" stays
+ * true; another node inserting one meanwhile only means we try the insert once more).
  */
 import type { GroupCommit } from '../../db/group-commit.ts';
 import type { Executor } from '../../db/executor.ts';
 import { nowIso } from '../../lib/clock.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { insertEvents } from '../events/events.repo.ts';
+import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
-import { classify } from './machine.ts';
+import { classify, SCANNER_CLICK_WINDOW_MS } from './machine.ts';
+
+/** How long cached message facts are trusted (a deleted tenant's links stop recording by then). */
+export const FACTS_TTL_MS = 5 * 60_000;
+const FACTS_MAX = 20_000;
+const FIRSTS_MAX = 100_000;
+/** Most opens and clicks written in one transaction. */
+const MAX_BATCH = 256;
+/** States a message never leaves for `delivered` (so its click timing rule cannot apply later). */
+const FINAL_UNDELIVERED = new Set(['bounced', 'failed', 'suppressed']);
 
 export interface ClientInfo {
   ip: string;
@@ -72,32 +89,126 @@ function eventBase(m: MessageFacts) {
   };
 }
 
+interface CachedFacts {
+  m: MessageFacts;
+  base: ReturnType<typeof eventBase>;
+  /** Date.parse(updated_at) when delivered, else null. */
+  deliveredAt: number | null;
+  expires: number;
+}
+
+interface PendingRecord {
+  kind: 'open' | 'click';
+  messageId: string;
+  client: ClientInfo;
+  click?: { link: number; url: string } | undefined;
+  resolve(ok: boolean): void;
+  reject(err: unknown): void;
+}
+
+const firstKey = (p: PendingRecord) => `${p.messageId}:${p.kind}:${p.click?.link ?? 0}`;
+
 export class TrackingService {
+  private pending: PendingRecord[] = [];
+  private scheduled = false;
+  private readonly facts = new BoundedCache<string, CachedFacts>(FACTS_MAX);
+  private readonly firstsSeen = new BoundedCache<string, true>(FIRSTS_MAX);
+
   constructor(
     private readonly groupCommit: GroupCommit,
     private readonly suppressions: SuppressionsService,
   ) {}
 
   /**
-   * Records an open (`link` undefined) or a click. False when the message does not exist
-   * (deleted, or never did): the caller answers exactly as for a bad token.
+   * The message's facts, from memory when they can no longer change what an event says: once
+   * delivered longer ago than the scanner window, or in a state that never becomes delivered. A
+   * queued or freshly delivered message is read every time (its state decides `machine`).
+   */
+  private async factsOf(db: Executor, messageId: string, now: number): Promise<CachedFacts | undefined> {
+    const hit = this.facts.get(messageId);
+    if (hit && hit.expires > now) return hit;
+    const m = await messageFacts(db, messageId);
+    if (!m) return undefined;
+    const deliveredAt = m.state === 'delivered' ? Date.parse(m.updated_at) : null;
+    const f: CachedFacts = { m, base: eventBase(m), deliveredAt, expires: now + FACTS_TTL_MS };
+    const settled =
+      (deliveredAt !== null && now - deliveredAt >= SCANNER_CLICK_WINDOW_MS) || FINAL_UNDELIVERED.has(m.state);
+    if (settled) this.facts.set(messageId, f);
+    return f;
+  }
+
+  /**
+   * markFirst, skipping the insert when this node already saw the row. The key is remembered by
+   * the caller only after its transaction committed: a shared group-commit transaction that
+   * rolls back runs the unit again, and must insert the row again.
+   */
+  private async first(db: Executor, k: string, m: MessageFacts, kind: string, link: number): Promise<boolean> {
+    if (this.firstsSeen.get(k)) return false;
+    return markFirst(db, m, kind, link);
+  }
+
+  /**
+   * Records an open (`link` undefined) or a click; resolves after the event is durably stored.
+   * False when the message does not exist (deleted, or never did): the caller answers exactly as
+   * for a bad token. The records of one event-loop turn are written together: one transaction,
+   * one multi-row insert of their events.
    */
   record(kind: 'open' | 'click', messageId: string, client: ClientInfo, click?: { link: number; url: string }) {
-    return this.groupCommit.run(async (trx) => {
-      const m = await messageFacts(trx, messageId);
-      if (!m) return false;
-      const since = m.state === 'delivered' ? Date.now() - Date.parse(m.updated_at) : null;
+    return new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ kind, messageId, client, click, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.pending.splice(0, MAX_BATCH);
+    if (this.pending.length > 0) setImmediate(() => void this.flush());
+    else this.scheduled = false;
+    try {
+      this.settle(batch, await this.groupCommit.run((trx) => this.write(trx, batch)));
+    } catch {
+      // One bad record must not lose its neighbours: each again in its own transaction.
+      for (const p of batch) {
+        try {
+          this.settle([p], await this.groupCommit.run((trx) => this.write(trx, [p])));
+        } catch (err) {
+          p.reject(err);
+        }
+      }
+    }
+  }
+
+  private settle(batch: PendingRecord[], results: boolean[]): void {
+    for (const [i, p] of batch.entries()) {
+      if (results[i]) this.firstsSeen.set(firstKey(p), true);
+      p.resolve(results[i] === true);
+    }
+  }
+
+  /** The batch's rows, in the caller's transaction; per record: did its message exist. */
+  private async write(trx: Executor, batch: PendingRecord[]): Promise<boolean[]> {
+    const now = Date.now();
+    const out: boolean[] = [];
+    const events: NewEvent[] = [];
+    for (const p of batch) {
+      const f = await this.factsOf(trx, p.messageId, now);
+      out.push(!!f);
+      if (!f) continue;
+      const { kind, client, click } = p;
+      const since = f.deliveredAt === null ? null : now - f.deliveredAt;
       const { machine } = classify({ kind, ip: client.ip, userAgent: client.userAgent, sinceDeliveryMs: since });
-      const first = await markFirst(trx, m, kind, click?.link ?? 0);
+      const first = await this.first(trx, firstKey(p), f.m, kind, click?.link ?? 0);
       const data =
         kind === 'click'
           ? { user_agent: client.userAgent, ip: client.ip, url: click?.url ?? '', first, machine }
           : { user_agent: client.userAgent, ip: client.ip, first, machine };
-      await insertEvents(trx, [
-        { ...eventBase(m), type: kind === 'click' ? 'message.clicked' : 'message.opened', data },
-      ]);
-      return true;
-    });
+      events.push({ ...f.base, type: kind === 'click' ? 'message.clicked' : 'message.opened', data });
+    }
+    await insertEvents(trx, events);
+    return out;
   }
 
   /**
