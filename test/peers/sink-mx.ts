@@ -43,6 +43,8 @@ export interface SinkScriptContext {
   mailFrom: string;
   /** 0-based index of the transaction across the whole sink (first MAIL FROM = 0). */
   messageIndex: number;
+  /** The client's (source) address: which address a refused attempt came from. */
+  remoteAddress: string;
 }
 
 export interface SinkMessage {
@@ -155,6 +157,7 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
         rcpt: address.address,
         mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
         messageIndex: txIndex.get(session.envelope) ?? -1,
+        remoteAddress: session.remoteAddress,
       });
       act(reply, session, callback, () => callback());
     },
@@ -169,6 +172,7 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
           rcpt: rcptTo[0] ?? '',
           mailFrom,
           messageIndex: txIndex.get(session.envelope) ?? -1,
+          remoteAddress: session.remoteAddress,
         });
         act(reply, session, callback, () => {
           messages.push({

@@ -147,7 +147,7 @@ export interface OpenedSession {
  */
 export async function connectRoute(
   route: Route,
-  base: Pick<SessionOptions, 'ehloName' | 'timeouts'>,
+  base: Pick<SessionOptions, 'ehloName' | 'timeouts' | 'localAddress'>,
 ): Promise<
   | { ok: true; opened: OpenedSession }
   | { ok: false; failure: AttemptResult & { ok: false }; host: string | null; address: string | null }

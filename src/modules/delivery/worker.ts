@@ -21,6 +21,7 @@ import {
 import type { SmtpTimeouts } from './smtp/smtp-client.ts';
 import { trackingPlan } from '../tracking/render-plan.ts';
 import type { VerpSigner } from '../inbound/verp.ts';
+import { destinationOf, queueKey, type SourcePicker } from '../ip-pools/source-picker.ts';
 
 export interface DeliveryWorkerOptions {
   workerId: string;
@@ -47,6 +48,8 @@ export interface DeliveryWorkerOptions {
   timeouts?: Partial<SmtpTimeouts>;
   /** Where messages are built and signed (a thread pool by default); closed by stop(). */
   renderer?: Renderer;
+  /** Source addresses: IP pools, warmup, suspensions (src/modules/ip-pools); null = default route. */
+  sources?: SourcePicker | null;
 }
 
 const contextOf = (job: Job): OutcomeContext => ({
@@ -81,6 +84,8 @@ interface DomainQueue {
   jobs: FairQueue<Job>;
   lanes: number;
   route: Promise<Awaited<ReturnType<typeof routeFor>>> | null;
+  /** The local address its sessions bind (IP pools); null = the host's default route. */
+  source?: string | null;
 }
 
 /**
@@ -112,6 +117,7 @@ export class DeliveryWorker {
       maxInflight: 2000,
       renderer: inlineRenderer,
       tracking: null,
+      sources: null,
       ...opts,
     };
     this.outcomes = new OutcomeBuffer({
@@ -164,6 +170,8 @@ export class DeliveryWorker {
         try {
           const n = Math.min(this.o.batchSize, this.o.maxInflight - this.inflight);
           claimed = await this.claimer.claim(this.o.database, this.o.workerId, n, this.o.leaseMs, this.fullTenants());
+          // Warmup-capped messages are put back due when a slot opens (not counted as attempts).
+          if (this.o.sources) claimed = await this.o.sources.assign(claimed);
         } catch (err) {
           this.o.logger.error({ err }, 'claiming messages failed');
         }
@@ -230,10 +238,10 @@ export class DeliveryWorker {
         this.complete({ msg, mailType: tx.mailType, tags: tx.tags, kind: 'delivered', attempt: null, sandbox: true });
         continue;
       }
-      const key = this.o.routing.relay ? '*relay*' : msg.recipient_domain;
+      const key = queueKey(this.o.routing.relay ? '*relay*' : msg.recipient_domain, msg.source_address);
       let q = this.queues.get(key);
       if (!q) {
-        q = { jobs: new FairQueue<Job>(), lanes: 0, route: null };
+        q = { jobs: new FairQueue<Job>(), lanes: 0, route: null, source: msg.source_address ?? null };
         this.queues.set(key, q);
       }
       q.jobs.push({ tenant: msg.tenant_id, priority: tx.mailType === 'marketing' ? 1 : 0, msg, tx, claimedAtMs: now });
@@ -243,7 +251,7 @@ export class DeliveryWorker {
 
   /** Starts lanes for a domain queue up to its site's connection limit. */
   private pump(domain: string, q: DomainQueue): void {
-    q.route ??= routeFor(domain, this.o.routing).finally(() => {
+    q.route ??= routeFor(destinationOf(domain), this.o.routing).finally(() => {
       // Re-resolve for the next batch (the resolver caches by TTL).
       setTimeout(() => {
         q.route = null;
@@ -252,6 +260,10 @@ export class DeliveryWorker {
     void q.route.then((r) => {
       if (!r.ok) {
         for (const job of q.jobs.drain()) this.routeFailure(job, r);
+        return;
+      }
+      if (q.source && this.o.sources?.suspended(r.route.site, q.source)) {
+        void this.moveOff(q.jobs.drain(), r.route.site);
         return;
       }
       const wanted = Math.min(r.route.limits.maxConnections, Math.ceil(q.jobs.length / 10));
@@ -298,7 +310,11 @@ export class DeliveryWorker {
     // Rendering starts while the connection is made: servers pause before their greeting on
     // purpose (smtp-server 100 ms, Postfix's postscreen seconds) to catch clients that talk early.
     const [conn] = await Promise.all([
-      connectRoute(route, { ehloName: this.o.ehloName, ...(this.o.timeouts ? { timeouts: this.o.timeouts } : {}) }),
+      connectRoute(route, {
+        ehloName: this.o.ehloName,
+        ...(this.o.timeouts ? { timeouts: this.o.timeouts } : {}),
+        ...(q.source ? { localAddress: q.source } : {}),
+      }),
       refill(),
     ]);
     if (!conn.ok) {
@@ -445,7 +461,20 @@ export class DeliveryWorker {
     return full;
   }
 
+  /** Jobs queued on a source address suspended for `site`: another address, or back in the queue. */
+  private async moveOff(jobs: Job[], site: string): Promise<void> {
+    if (jobs.length === 0 || !this.o.sources) return;
+    const { ready, waiting } = await this.o.sources.moveOff(
+      jobs.map((j) => j.msg),
+      site,
+    );
+    this.inflight -= waiting.length;
+    for (const m of waiting) this.settled(m.tenant_id, 1);
+    await this.dispatch(ready);
+  }
+
   private complete(o: Outcome): void {
+    this.o.sources?.observe(o.kind, o.msg);
     this.settled(o.msg.tenant_id, 1);
     this.outcomes.add(o);
   }

@@ -1,0 +1,366 @@
+import type { Logger } from 'pino';
+import { dialectSql, runSql } from '../../db/dialect.ts';
+import type { Database } from '../../db/index.ts';
+import { RELEASED_STATE_SQL } from '../../db/message-state.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { type Clock, isoAt, systemClock } from '../../lib/clock.ts';
+import { countWarmupFeedback, type WarmupPolicyRules, WarmupLedger } from '../warmup/ledger.ts';
+import type { WarmupStage } from '../warmup/warmup.schema.ts';
+import { allPoolsForRouting } from './ip-pools.repo.ts';
+import { canonicalAddress } from './ip-pools.service.ts';
+
+/**
+ * Suspensions per destination site x source address. The pacing module (src/modules/pacing/,
+ * issue 18 items 2-3) implements this and is passed to createSourcePicker; until then nothing is
+ * suspended. Synchronous because it is asked once per domain queue on the delivery hot path:
+ * an implementation keeps the suspensions in memory, refreshed from the database (all nodes).
+ */
+export interface SourceSuspensions {
+  /** Epoch ms until which `address` must not send to `site`, or null when it may. */
+  suspendedUntil(site: string, address: string): number | null;
+}
+
+export const noSuspensions: SourceSuspensions = { suspendedUntil: () => null };
+
+interface Member {
+  address: string;
+  weight: number;
+  policyId: string | null;
+}
+
+interface Pool {
+  id: string;
+  tenantId: string;
+  overflow: string | null;
+  members: Member[];
+}
+
+interface Table {
+  pools: Map<string, Pool>;
+  /** tenant -> mail type -> pool id; tenant -> default pool id. */
+  byType: Map<string, Map<string, string>>;
+  defaults: Map<string, string>;
+  /** Warmup rules per address (the first policy attached to it in any pool: one per address). */
+  warmup: Map<string, WarmupPolicyRules>;
+  loadedAt: number;
+}
+
+type Decision = { kind: 'send'; address: string } | { kind: 'wait'; untilMs: number } | { kind: 'none' };
+
+/** Smooth weighted round robin (nginx): exact shares in order, no randomness to flake. */
+class Rotation {
+  private readonly current = new Map<string, number>();
+
+  next(members: readonly Member[]): Member | null {
+    let total = 0;
+    let best: Member | null = null;
+    let bestScore = Number.NEGATIVE_INFINITY;
+    for (const m of members) {
+      const score = (this.current.get(m.address) ?? 0) + m.weight;
+      this.current.set(m.address, score);
+      total += m.weight;
+      if (score > bestScore) {
+        best = m;
+        bestScore = score;
+      }
+    }
+    if (best) this.current.set(best.address, bestScore - total);
+    return best;
+  }
+}
+
+export interface SourcePickerOptions {
+  database: Database;
+  workerId: string;
+  logger: Logger;
+  /** POSTYARD_SOURCE_ADDRESSES. Empty: every message leaves by the host's default route. */
+  sourceAddresses: readonly string[];
+  clock?: Clock;
+  suspensions?: SourceSuspensions;
+  /** How long pool changes may take to reach this node; default 5 s. */
+  refreshMs?: number;
+}
+
+/**
+ * Chooses the source address of each claimed message (docs/ip-pools.md "Which address"):
+ * the address it was sent from before (retries keep it), else options.ip_pool, the tenant's pool
+ * for the mail type, its default pool, any configured address; by weight; skipping addresses
+ * whose warmup cap is reached (then the overflow pool) or that are suspended for the site.
+ * The choice is written to messages.source_address before sending. Messages that must wait are
+ * put back due at the time a slot opens, without an attempt counted: never dropped or failed.
+ */
+export class SourcePicker {
+  private readonly configured: string[];
+  private readonly ledger: WarmupLedger;
+  private readonly clock: Clock;
+  private readonly suspensions: SourceSuspensions;
+  private readonly rotations = new Map<string, Rotation>();
+  private readonly txInfo = new BoundedCache<string, { mailType: string; poolId: string | null }>(2000);
+  private table: Table | null = null;
+  private loading: Promise<Table> | null = null;
+
+  constructor(private readonly o: SourcePickerOptions) {
+    this.configured = [...new Set(o.sourceAddresses.map(canonicalAddress))];
+    this.clock = o.clock ?? systemClock;
+    this.suspensions = o.suspensions ?? noSuspensions;
+    this.ledger = new WarmupLedger(o.database.db, this.clock);
+  }
+
+  get enabled(): boolean {
+    return this.configured.length > 0;
+  }
+
+  /** True when `address` may not send to `site` now. */
+  suspended(site: string, address: string): boolean {
+    const until = this.suspensions.suspendedUntil(site, address);
+    return until !== null && until > this.clock.now();
+  }
+
+  /** Picks addresses for a claimed batch; returns the messages to send now (others were put back). */
+  async assign(claimed: MessagesTable[]): Promise<MessagesTable[]> {
+    if (!this.enabled || claimed.length === 0) return claimed;
+    return (await this.decide(claimed, null)).ready;
+  }
+
+  /** Messages queued on an address now suspended for `site`: re-picked without it, or put back. */
+  async moveOff(msgs: MessagesTable[], site: string): Promise<{ ready: MessagesTable[]; waiting: MessagesTable[] }> {
+    return this.decide(msgs, site);
+  }
+
+  /** Sync bounces count against the address's warmup day (async ones: src/modules/inbound). */
+  observe(kind: string, msg: MessagesTable): void {
+    if (kind !== 'bounced' || !msg.source_address || !this.table?.warmup.has(msg.source_address)) return;
+    countWarmupFeedback(this.o.database.db, msg.source_address, 'bounced', this.clock.now()).catch((err) =>
+      this.o.logger.error({ err }, 'counting a warmup bounce failed'),
+    );
+  }
+
+  private async decide(msgs: MessagesTable[], site: string | null) {
+    const ready: MessagesTable[] = [];
+    const waiting: MessagesTable[] = [];
+    const moved = new Map<string, string[]>();
+    const later = new Map<number, string[]>();
+    const failed: MessagesTable[] = [];
+    try {
+      const table = await this.load();
+      await this.loadTx(msgs);
+      for (const msg of msgs) {
+        let d: Decision;
+        try {
+          d = await this.pick(table, msg, site);
+        } catch (err) {
+          // Warmup slots could not be counted: not sent now (the lease brings it back), so a
+          // database hiccup never lets an address pass its cap.
+          this.o.logger.error({ err, message: msg.id }, 'choosing a source address failed');
+          failed.push(msg);
+          continue;
+        }
+        if (d.kind === 'wait') {
+          later.set(d.untilMs, [...(later.get(d.untilMs) ?? []), msg.id]);
+          waiting.push(msg);
+          continue;
+        }
+        const address = d.kind === 'send' ? d.address : null;
+        if (address !== (msg.source_address ?? null)) {
+          msg.source_address = address;
+          if (address) moved.set(address, [...(moved.get(address) ?? []), msg.id]);
+        }
+        ready.push(msg);
+      }
+      const db = this.o.database.db;
+      for (const [address, ids] of moved) await runSql(db, SET_SOURCE, [address, ids.sort(), this.o.workerId]);
+      for (const [at, ids] of later) await runSql(db, POSTPONE, [isoAt(at), ids.sort(), this.o.workerId]);
+    } catch (err) {
+      this.o.logger.error({ err }, 'source address assignment failed; the batch waits for its lease');
+      return { ready: [], waiting: [...msgs] };
+    }
+    return { ready, waiting: [...waiting, ...failed] };
+  }
+
+  private async pick(table: Table, msg: MessagesTable, site: string | null): Promise<Decision> {
+    const usable = (a: string) => this.configured.includes(a) && !(site !== null && this.suspended(site, a));
+    let waitUntil = Number.POSITIVE_INFINITY;
+    const take = async (address: string): Promise<boolean> => {
+      const policy = table.warmup.get(address);
+      if (!policy) return true;
+      const r = await this.ledger.reserve(address, policy);
+      if (!r.ok) waitUntil = Math.min(waitUntil, r.retryAtMs);
+      return r.ok;
+    };
+    // Retries keep their address (receivers' greylisting and reputation follow it) unless it is
+    // suspended for this site or no longer configured; at its warmup cap the retry waits for it.
+    const kept = msg.source_address;
+    if (kept && usable(kept)) return (await take(kept)) ? { kind: 'send', address: kept } : this.wait(waitUntil);
+
+    const info = this.txInfo.get(msg.transmission_id);
+    const first =
+      (info?.poolId && table.pools.get(info.poolId)?.tenantId === msg.tenant_id ? info.poolId : null) ??
+      table.byType.get(msg.tenant_id)?.get(info?.mailType ?? 'transactional') ??
+      table.defaults.get(msg.tenant_id) ??
+      null;
+    let sawMember = false;
+    const visited = new Set<string>();
+    for (let id = first; id && !visited.has(id); id = table.pools.get(id)?.overflow ?? null) {
+      visited.add(id);
+      const pool = table.pools.get(id);
+      if (!pool) break;
+      const candidates = pool.members.filter((m) => usable(m.address));
+      if (pool.members.some((m) => this.configured.includes(m.address))) sawMember = true;
+      const address = await this.fromMembers(id, candidates, take);
+      if (address) return { kind: 'send', address };
+    }
+    if (first && sawMember) {
+      // Every address of the pool chain is capped or suspended: wait for the first to free up.
+      if (waitUntil === Number.POSITIVE_INFINITY && site !== null) waitUntil = this.suspensionEnd(table, first, site);
+      return this.wait(waitUntil);
+    }
+    // No pool (or its addresses are no longer configured): any configured address.
+    const all = this.configured.filter(usable).map((address) => ({ address, weight: 1, policyId: null }));
+    const address = await this.fromMembers('*', all, take);
+    if (address) return { kind: 'send', address };
+    if (all.length === 0 && site === null) return { kind: 'none' };
+    if (waitUntil === Number.POSITIVE_INFINITY && site !== null)
+      waitUntil = Math.min(...this.configured.map((a) => this.suspensions.suspendedUntil(site, a) ?? 0));
+    return this.wait(waitUntil);
+  }
+
+  private wait(untilMs: number): Decision {
+    // A floor of one minute: a clock set in the past must not make a message due again at once.
+    const floor = Date.now() + 60_000;
+    return { kind: 'wait', untilMs: Number.isFinite(untilMs) ? Math.max(untilMs, floor) : floor };
+  }
+
+  private suspensionEnd(table: Table, first: string, site: string): number {
+    let end = Number.POSITIVE_INFINITY;
+    for (let id: string | null = first, n = 0; id && n < 50; id = table.pools.get(id)?.overflow ?? null, n++)
+      for (const m of table.pools.get(id)?.members ?? [])
+        end = Math.min(end, this.suspensions.suspendedUntil(site, m.address) ?? end);
+    return end;
+  }
+
+  /** Weighted choice among `members`, dropping those whose warmup slot is refused. */
+  private async fromMembers(key: string, members: Member[], take: (a: string) => Promise<boolean>) {
+    let left = members;
+    let rotation = this.rotations.get(key);
+    if (!rotation) {
+      rotation = new Rotation();
+      this.rotations.set(key, rotation);
+    }
+    while (left.length > 0) {
+      const m = rotation.next(left);
+      if (!m) return null;
+      if (await take(m.address)) return m.address;
+      left = left.filter((x) => x !== m);
+    }
+    return null;
+  }
+
+  private async loadTx(msgs: MessagesTable[]): Promise<void> {
+    const missing = [...new Set(msgs.map((m) => m.transmission_id).filter((id) => !this.txInfo.get(id)))];
+    for (let i = 0; i < missing.length; i += 500) {
+      const rows = await this.o.database.db
+        .selectFrom('transmissions')
+        .select(['id', 'mail_type', 'options'])
+        .where('id', 'in', missing.slice(i, i + 500))
+        .execute();
+      for (const r of rows) {
+        const options = JSON.parse(r.options) as { ip_pool_id?: string };
+        this.txInfo.set(r.id, { mailType: r.mail_type, poolId: options.ip_pool_id ?? null });
+      }
+    }
+  }
+
+  private async load(): Promise<Table> {
+    const t = this.table;
+    if (t && Date.now() - t.loadedAt < (this.o.refreshMs ?? 5000)) return t;
+    this.loading ??= this.read().finally(() => {
+      this.loading = null;
+    });
+    this.table = await this.loading;
+    return this.table;
+  }
+
+  private async read(): Promise<Table> {
+    const db = this.o.database.db;
+    const { pools, addresses } = await allPoolsForRouting(db);
+    const policyIds = [...new Set(addresses.map((a) => a.warmup_policy_id).filter((p): p is string => !!p))];
+    const policies = policyIds.length
+      ? await db.selectFrom('warmup_policies').selectAll().where('id', 'in', policyIds).execute()
+      : [];
+    const rules = new Map(
+      policies.map((p) => [
+        p.id,
+        {
+          id: p.id,
+          stages: JSON.parse(p.stages) as WarmupStage[],
+          maxBounceRate: Number(p.max_bounce_rate),
+          maxComplaintRate: Number(p.max_complaint_rate),
+        },
+      ]),
+    );
+    const table: Table = {
+      pools: new Map(),
+      byType: new Map(),
+      defaults: new Map(),
+      warmup: new Map(),
+      loadedAt: Date.now(),
+    };
+    for (const p of pools) {
+      table.pools.set(p.id, { id: p.id, tenantId: p.tenant_id, overflow: p.overflow_pool_id, members: [] });
+      if (p.is_default === 1) table.defaults.set(p.tenant_id, p.id);
+      for (const type of JSON.parse(p.mail_types) as string[]) {
+        const m = table.byType.get(p.tenant_id) ?? new Map<string, string>();
+        m.set(type, p.id);
+        table.byType.set(p.tenant_id, m);
+      }
+    }
+    for (const a of addresses) {
+      const pool = table.pools.get(a.pool_id);
+      if (!pool || pool.tenantId !== a.tenant_id) continue;
+      pool.members.push({ address: a.address, weight: a.weight, policyId: a.warmup_policy_id });
+      const rule = a.warmup_policy_id ? rules.get(a.warmup_policy_id) : undefined;
+      if (rule && !table.warmup.has(a.address)) table.warmup.set(a.address, rule);
+    }
+    return table;
+  }
+}
+
+/** [address, ids, workerId]: the chosen address, on rows this worker still holds. */
+const SET_SOURCE = dialectSql({
+  sqlite: 'update messages set source_address = ? where id in (select value from json_each(?)) and locked_by = ?',
+  postgres: 'update messages set source_address = $1 where id = any($2::text[]) and locked_by = $3',
+});
+
+/** [due, ids, workerId]: back in the queue, due when a slot opens; no attempt counted. */
+const POSTPONE = dialectSql({
+  sqlite:
+    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = ?, locked_by = null, locked_until = null ` +
+    'where id in (select value from json_each(?)) and locked_by = ?',
+  postgres:
+    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = $1, locked_by = null, locked_until = null ` +
+    'where id = any($2::text[]) and locked_by = $3',
+});
+
+/**
+ * The picker of a delivery worker: `workerId` must be the worker's (writes are limited to rows it
+ * holds). Pacing passes its suspensions here (src/modules/delivery/engine.ts).
+ */
+export function createSourcePicker(
+  c: { database: Database; logger: Logger; config: { sourceAddresses: readonly string[] } },
+  workerId: string,
+  opts: { clock?: Clock; suspensions?: SourceSuspensions; refreshMs?: number } = {},
+): SourcePicker {
+  return new SourcePicker({
+    database: c.database,
+    logger: c.logger,
+    workerId,
+    sourceAddresses: c.config.sourceAddresses,
+    ...opts,
+  });
+}
+
+/** Queue key of a recipient domain (or the relay) sent from `source`: a space never occurs in either. */
+export const queueKey = (destination: string, source: string | null | undefined) =>
+  source ? `${destination} ${source}` : destination;
+export const destinationOf = (key: string) => key.split(' ')[0] ?? key;
