@@ -20,6 +20,8 @@ const clock = { ms: Date.now(), now: () => clock.ms };
 /** Every RCPT the sink saw: who, from which address, and whether it was refused. */
 const rcpts: { rcpt: string; from: string }[] = [];
 const refusedOnce = new Set<string>();
+/** Suspensions as pacing would report them, here for every site: address -> until (epoch ms). */
+const suspensions = new Map<string, number>();
 
 beforeAll(async () => {
   sink = await startSinkMx({
@@ -48,7 +50,11 @@ beforeAll(async () => {
   });
   worker = startTestWorker(ctx.c, 'pool-worker', {
     signing,
-    sources: createSourcePicker(ctx.c, 'pool-worker', { clock, refreshMs: 0 }),
+    sources: createSourcePicker(ctx.c, 'pool-worker', {
+      clock,
+      refreshMs: 0,
+      suspensions: { suspendedUntil: (_site, address) => suspensions.get(address) ?? null },
+    }),
   });
 });
 afterAll(async () => {
@@ -159,6 +165,28 @@ describe('IP pools in delivery', () => {
     expect(rcpts.filter((r) => r.rcpt === 'retry1@dest.test').map((r) => r.from)).toEqual([kept, kept]);
     const done = await until('retry recorded', async () => (await rows(id)).find((x) => x.state === 'delivered'));
     expect(done).toMatchObject({ state: 'delivered', attempt_count: 2, source_address: kept });
+  });
+
+  it('a retry moves off its address when that address is suspended for the site', async () => {
+    const t = await createTenant(ctx, 'Shop <news@shop.test>');
+    await api(t, 'POST', '/v1/ip-pools', {
+      name: 'pair',
+      default: true,
+      addresses: [{ address: '127.0.0.2' }, { address: '127.0.0.3' }],
+    });
+    const id = await send(t, ['retry2@dest.test']);
+    const first = await until('deferred', async () => (await rows(id)).find((r) => r.state === 'deferred'));
+    const was = first.source_address as string;
+    suspensions.set(was, Date.now() + 3_600_000);
+    try {
+      await makeDue(id);
+      const done = await until('delivered', async () => (await rows(id)).find((r) => r.state === 'delivered'));
+      const now = done.source_address as string;
+      expect(now).not.toBe(was);
+      expect(rcpts.filter((r) => r.rcpt === 'retry2@dest.test').map((r) => r.from)).toEqual([was, now]);
+    } finally {
+      suspensions.clear();
+    }
   });
 
   it('an address at its warmup cap overflows into the overflow pool; nothing waits or is lost', async () => {
