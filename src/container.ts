@@ -125,7 +125,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     groupCommit: new GroupCommit(database),
     masterKey,
     cursors,
-    metrics: createMetricsRegistry(),
+    metrics: createMetricsRegistry(database),
     rateLimiter,
     failedAuth: new FailedAuthLimiter(rateLimiter, config.authFailuresPerIp),
     redis,

@@ -9,6 +9,7 @@ import { start as startIdempotencyPurge } from './modules/idempotency/engine.ts'
 import { start as startWebhooks } from './modules/webhooks/engine.ts';
 import { startInboundServer } from './modules/inbound/server.ts';
 import { startSmtpServer } from './smtp/server.ts';
+import { startMetricsServer } from './metrics/metrics-server.ts';
 
 /**
  * The worker role's engines, in start order: each module's `engine.ts` `start(c)`. A module with
@@ -27,6 +28,27 @@ async function startApi(c: Container): Promise<Stoppable> {
   c.logger.info({ url: `http://${c.config.httpHost}:${c.config.httpPort}` }, 'HTTP API listening');
   every(c, 5_000, 'flush-api-key-last-used', () => c.apiKeys.flushLastUsed());
   return { name: 'api', stop: () => app.close() };
+}
+
+/**
+ * A node without the api role still answers Prometheus, on its own port (docs/operations.md
+ * "Metrics"). A port already taken (a second node on the host left at the default) is logged as
+ * an error and the node runs on without /metrics: mail must not stop for want of a scrape target,
+ * and the scrape job's `up == 0` alert says what is missing.
+ */
+async function startMetrics(c: Container): Promise<Stoppable> {
+  const { metricsHost: host, metricsPort: port } = c.config;
+  try {
+    const server = await startMetricsServer(c.metrics, port, host);
+    c.logger.info({ url: `http://${host}:${server.port}/metrics` }, 'metrics listening');
+    return { name: 'metrics', stop: () => server.close() };
+  } catch (err) {
+    c.logger.error(
+      { err, host, port },
+      'metrics listener could not start (POSTYARD_METRICS_PORT); /metrics not served',
+    );
+    return { name: 'metrics', stop: async () => {} };
+  }
 }
 
 /**
@@ -63,6 +85,7 @@ export async function startRoles(c: Container, roles: readonly Role[]): Promise<
     running.push({ name: 'inbound', stop: () => inbound.close() });
   }
   if (roles.includes('api')) running.push(await startApi(c));
+  else running.push(await startMetrics(c));
   running.push({ name: 'node', stop: () => membership.leave() });
   return running;
 }

@@ -4,6 +4,7 @@ import type { SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import { ConfigError } from '../config.ts';
 import type { Container } from '../container.ts';
 import { isValidEmail } from '../lib/email.ts';
+import { mailMetrics } from '../metrics/mail-metrics.ts';
 import { CrlfStream } from '../lib/line-ends.ts';
 import { createAuthHandler } from './auth.ts';
 import { SubmissionServer } from './connection.ts';
@@ -39,6 +40,8 @@ interface Shared {
 
 function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean): SubmissionServer {
   const cfg = c.config;
+  const metrics = mailMetrics(c.metrics);
+  const listener = sharedListenerOptions(cfg, limits);
   let server: SubmissionServer | undefined;
   const self = () => server as SubmissionServer;
 
@@ -54,7 +57,11 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
     authRequiredMessage: '5.7.0 Authentication required',
     size: cfg.smtpMaxMessageBytes,
     maxRecipients: cfg.smtpMaxRecipients,
-    ...sharedListenerOptions(cfg, limits),
+    ...listener,
+    onConnect(session, callback) {
+      metrics.smtpSessions.inc();
+      listener.onConnect?.(session, callback);
+    },
 
     onAuth: createAuthHandler(c, limits, self, log),
 
@@ -92,7 +99,10 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
         stream,
         callback,
         async (message) => {
-          if (!message) return { refused: reply.tooBig(cfg.smtpMaxMessageBytes) };
+          if (!message) {
+            metrics.smtpMessages.inc({ result: 'refused' });
+            return { refused: reply.tooBig(cfg.smtpMaxMessageBytes) };
+          }
           const envelope = {
             mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
             rcptTo: session.envelope.rcptTo.map((r) => r.address),
@@ -103,8 +113,10 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
               { transmission: r.transmissionId, recipients: envelope.rcptTo.length, replayed: r.replayed },
               'SMTP message accepted',
             );
+            metrics.smtpMessages.inc({ result: 'accepted' });
             return { ok: `2.0.0 Ok: queued as ${r.transmissionId}` };
           } catch (err) {
+            metrics.smtpMessages.inc({ result: 'refused' });
             return { refused: toSmtpReply(err, log) };
           }
         },

@@ -78,7 +78,7 @@ describe('structured logs', () => {
   beforeAll(async () => {
     // The same container with a logger writing into `lines` (and its own metrics registry).
     const logger = createLogger('info', { write: (s: string) => void lines.push(s) });
-    app = await buildApp({ ...ctx.c, logger, metrics: createMetricsRegistry() });
+    app = await buildApp({ ...ctx.c, logger, metrics: createMetricsRegistry(ctx.c.database) });
     await app.ready();
   });
   afterAll(async () => {
@@ -353,7 +353,7 @@ describe('operational endpoints', () => {
   it('/readyz answers 503 unavailable when the database is unreachable', async () => {
     const broken = await buildApp({
       ...ctx.c,
-      metrics: createMetricsRegistry(),
+      metrics: createMetricsRegistry(ctx.c.database),
       database: {
         ...ctx.c.database,
         ping: async () => {

@@ -10,6 +10,7 @@ import { relayFromUrl } from './smtp/relay-url.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 import { deriveTokenKey } from '../tracking/token.ts';
 import { VerpSigner } from '../inbound/verp.ts';
+import { mailMetrics } from '../../metrics/mail-metrics.ts';
 import { createSourcePicker } from '../ip-pools/source-picker.ts';
 
 /**
@@ -56,6 +57,7 @@ export function createDeliveryWorker(
     bounceHost: c.config.bounceHost,
     tracking: { base: c.config.publicUrl, key: deriveTokenKey(c.masterKey) },
     renderer: createRenderer(c.config.renderThreads, c.logger),
+    metrics: mailMetrics(c.metrics),
     // Source addresses (IP pools, warmup); pacing passes its suspensions (docs/ip-pools.md).
     sources: c.config.sourceAddresses.length ? createSourcePicker(c, workerId) : null,
     ...overrides,

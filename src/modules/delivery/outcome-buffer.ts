@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
+import { countOutcome, type MailMetrics } from '../../metrics/mail-metrics.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import { type Outcome, recordOutcomes } from './outcomes.ts';
 
@@ -21,10 +22,13 @@ export class OutcomeBuffer {
       workerId: string;
       logger: Logger;
       written(count: number): void;
+      /** Counts each outcome as it is added (src/metrics/mail-metrics.ts). */
+      metrics?: MailMetrics | undefined;
     },
   ) {}
 
   add(outcome: Outcome): void {
+    if (this.o.metrics) countOutcome(this.o.metrics, outcome);
     this.pending.push(outcome);
     if (this.pending.length >= 100) void this.flush();
     else if (!this.timer) this.timer = setTimeout(() => void this.flush(), 20);

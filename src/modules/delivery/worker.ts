@@ -21,6 +21,7 @@ import {
 import type { SmtpTimeouts } from './smtp/smtp-client.ts';
 import { trackingPlan } from '../tracking/render-plan.ts';
 import type { VerpSigner } from '../inbound/verp.ts';
+import { type MailMetrics, observeRender } from '../../metrics/mail-metrics.ts';
 import { destinationOf, queueKey, type SourcePicker } from '../ip-pools/source-picker.ts';
 
 export interface DeliveryWorkerOptions {
@@ -48,6 +49,8 @@ export interface DeliveryWorkerOptions {
   timeouts?: Partial<SmtpTimeouts>;
   /** Where messages are built and signed (a thread pool by default); closed by stop(). */
   renderer?: Renderer;
+  /** Claims, outcomes and render times (src/metrics/mail-metrics.ts); none when not given. */
+  metrics?: MailMetrics | null;
   /** Source addresses: IP pools, warmup, suspensions (src/modules/ip-pools); null = default route. */
   sources?: SourcePicker | null;
 }
@@ -116,6 +119,7 @@ export class DeliveryWorker {
       pollMs: 250,
       maxInflight: 2000,
       renderer: inlineRenderer,
+      metrics: null,
       tracking: null,
       sources: null,
       ...opts,
@@ -125,6 +129,7 @@ export class DeliveryWorker {
       suppressions: this.o.suppressions,
       workerId: this.o.workerId,
       logger: this.o.logger,
+      metrics: this.o.metrics ?? undefined,
       written: (n) => {
         this.inflight -= n;
       },
@@ -177,6 +182,8 @@ export class DeliveryWorker {
         }
       }
       if (claimed.length) {
+        this.o.metrics?.claims.inc();
+        this.o.metrics?.claimedMessages.inc(claimed.length);
         this.inflight += claimed.length;
         for (const m of claimed) this.byTenant.set(m.tenant_id, (this.byTenant.get(m.tenant_id) ?? 0) + 1);
         await this.dispatch(claimed);
@@ -380,13 +387,15 @@ export class DeliveryWorker {
       const { id, content, raw, options, fromDomain } = job.tx;
       const key = await this.o.signingKey(job.msg.tenant_id, fromDomain ?? '');
       const verpToken = this.o.verp.sign(job.msg.id);
-      return await this.o.renderer.render({
+      const rendered = await this.o.renderer.render({
         msg: job.msg,
         tx: { id, content, raw, options, fromDomain },
         key,
         verpToken,
         bounceHost: this.o.bounceHost,
       });
+      if (this.o.metrics) observeRender(this.o.metrics, rendered);
+      return rendered;
     } catch (err) {
       // The template language's failures (RenderError, also as a render thread's plain Error)
       // are the tenant's content or data: that message fails with the reason, the others go on.

@@ -6,6 +6,7 @@
  * whose message no longer exists get the same 404, so the routes say nothing about messages.
  * And the tenant's defaults: `GET`/`PATCH /v1/tracking-settings` (scope manage:sending-domains).
  */
+import { mailMetrics } from '../../metrics/mail-metrics.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -46,6 +47,7 @@ function notFound(reply: FastifyReply) {
 export async function registerTrackingRoutes(app: TypedApp, c: Container): Promise<void> {
   const key = deriveTokenKey(c.masterKey);
   const tracking = new TrackingService(c.groupCommit, c.suppressions);
+  const counted = mailMetrics(c.metrics).trackingEvents;
   const bucket = { rps: c.config.trackingRateLimitRps, burst: c.config.trackingRateLimitBurst };
   /** Within the per-address budget? (Over it, opens and clicks are answered but not recorded.) */
   const withinBudget = async (req: FastifyRequest) => (await c.rateLimiter.check(`track:${req.ip}`, bucket)).allowed;
@@ -92,8 +94,9 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
     pub.get('/o/:token', common, async (req, reply) => {
       const t = token(req.params.token, 'open');
       if (!t) return notFound(reply);
-      if ((await withinBudget(req)) && !(await tracking.record('open', t.messageId, client(req)))) {
-        return notFound(reply);
+      if (await withinBudget(req)) {
+        if (!(await tracking.record('open', t.messageId, client(req)))) return notFound(reply);
+        counted.inc({ kind: 'open' });
       }
       return reply.header('Cache-Control', 'no-store, max-age=0').type('image/gif').send(PIXEL);
     });
@@ -102,8 +105,9 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
       const t = token(req.params.token, 'click');
       if (!t?.url) return notFound(reply);
       const link = { link: t.link ?? 0, url: t.url };
-      if ((await withinBudget(req)) && !(await tracking.record('click', t.messageId, client(req), link))) {
-        return notFound(reply);
+      if (await withinBudget(req)) {
+        if (!(await tracking.record('click', t.messageId, client(req), link))) return notFound(reply);
+        counted.inc({ kind: 'click' });
       }
       return reply
         .code(302)
@@ -131,6 +135,7 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
         /name="List-Unsubscribe"\s+One-Click/.test(body);
       if (!(await tracking.unsubscribe(t.messageId, oneClick ? 'one_click' : 'page', client(req))))
         return notFound(reply);
+      counted.inc({ kind: 'unsubscribe' });
       if (oneClick) return reply.code(200).header('Cache-Control', 'no-store').send();
       return page(reply, unsubscribeDonePage());
     });

@@ -30,6 +30,7 @@ import {
 import { BACK_OFF_STATUSES, CLAIM_AHEAD, type DispatcherOptions, type Lane } from './lane.ts';
 import type { RegistrySnapshot, WebhookRegistry } from './registry.ts';
 import type { WebhookSender } from './sender.ts';
+import { countWebhookPost } from '../../metrics/mail-metrics.ts';
 
 export type { DispatcherOptions };
 export { RETRY_SCHEDULE_MS };
@@ -80,6 +81,7 @@ export class WebhookDispatcher {
       // In-flight POSTs end by their own 10 s timeout; leave the rest of the 10 s shutdown budget
       // to writing their outcomes.
       stopTimeoutMs: 8_500,
+      metrics: null,
       ...opts,
     };
     this.retry = { delaysMs: this.o.retryDelaysMs, jitter: this.o.jitter };
@@ -353,6 +355,7 @@ export class WebhookDispatcher {
     const { msgId, body, batchId } = jobBody(job, cfg.policy);
     const res = await this.sender.send({ url: cfg.url, msgId, body, keys: cfg.keysAt(Date.now()) });
     const at = Date.now();
+    if (this.o.metrics) countWebhookPost(this.o.metrics, job, res, at);
     if (res.ok) lane.failing = false;
     else {
       lane.failing = true;

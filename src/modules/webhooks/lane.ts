@@ -1,3 +1,4 @@
+import type { MailMetrics } from '../../metrics/mail-metrics.ts';
 import type { Job } from './jobs.ts';
 import type { WebhookConfig } from './registry.ts';
 
@@ -23,6 +24,8 @@ export interface DispatcherOptions {
   autoDisableAfterMs?: number;
   /** How long stop() waits for in-flight POSTs. */
   stopTimeoutMs?: number;
+  /** POST outcomes and delivery lag (src/metrics/mail-metrics.ts); none when not given. */
+  metrics?: MailMetrics | null;
 }
 
 /** Per-webhook runtime state of a dispatcher (one lane per enabled webhook). */

@@ -114,6 +114,8 @@ export class RenderPool implements Renderer {
           envelopeFrom: m.envelopeFrom,
           raw: Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength),
           signed: m.signed,
+          ...(m.renderMs === undefined ? {} : { renderMs: m.renderMs }),
+          ...(m.dkimMs === undefined ? {} : { dkimMs: m.dkimMs }),
         });
       else p.reject(new Error(m.error));
     });

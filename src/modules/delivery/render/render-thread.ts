@@ -11,7 +11,15 @@ export interface RenderThreadRequest extends RenderRequest {
 }
 
 export type RenderThreadReply =
-  | { id: number; ok: true; envelopeFrom: string; raw: Uint8Array; signed: boolean }
+  | {
+      id: number;
+      ok: true;
+      envelopeFrom: string;
+      raw: Uint8Array;
+      signed: boolean;
+      renderMs?: number | undefined;
+      dkimMs?: number | undefined;
+    }
   | { id: number; ok: false; error: string };
 
 const port = parentPort;
@@ -24,7 +32,16 @@ port.on('message', (req: RenderThreadRequest) => {
       // Transfer the bytes instead of copying them when the Buffer owns its whole ArrayBuffer
       // (small Buffers share Node's pool and must be copied).
       const owns = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
-      const reply: RenderThreadReply = { id: req.id, ok: true, envelopeFrom: r.envelopeFrom, raw, signed: r.signed };
+      const reply: RenderThreadReply = {
+        id: req.id,
+        ok: true,
+        envelopeFrom: r.envelopeFrom,
+        raw,
+        signed: r.signed,
+        // Timings travel with the reply: the thread has no registry of its own (mail-metrics.ts).
+        renderMs: r.renderMs,
+        dkimMs: r.dkimMs,
+      };
       port.postMessage(reply, owns ? [raw.buffer as ArrayBuffer] : []);
     },
     (err: unknown) => {

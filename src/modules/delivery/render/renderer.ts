@@ -5,7 +5,14 @@ import { dkimSign, dkimSignatureHeader } from './dkim.ts';
 import { isStatic, mergeData, renderContent, storedKeys } from '../../templates/render-content.ts';
 import { fromSharedBody, type SharedInput } from './shared-body.ts';
 import { buildMessage } from './mime.ts';
-import { applyTracking, perRecipient, rawHeaderLines, type TrackingPlan } from '../../tracking/render-plan.ts';
+import {
+  applyTracking,
+  messageToken,
+  perRecipient,
+  rawHeaderLines,
+  sharedTrackedParts,
+  type TrackingPlan,
+} from '../../tracking/render-plan.ts';
 
 /** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
 export interface SigningKey {
@@ -67,6 +74,12 @@ export interface RenderedMessage {
   envelopeFrom: string;
   raw: Buffer;
   signed: boolean;
+  /**
+   * Time spent building this message and, of that, signing it (ms), measured on the thread that
+   * did it and carried back with the bytes, so the main registry sees render threads' work.
+   */
+  renderMs?: number;
+  dkimMs?: number;
 }
 
 /**
@@ -114,6 +127,7 @@ export async function renderMessage(
   verpToken: string,
   bounceHost: string,
 ): Promise<RenderedMessage> {
+  const started = performance.now();
   const fromDomain = tx.fromDomain ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
   const returnPathDomain = key?.returnPathDomain ?? bounceHost;
@@ -124,26 +138,40 @@ export async function renderMessage(
   if (tx.raw) {
     const raw = ensureHeaders(toCrlf(asBuffer(tx.raw)), messageId);
     const top = rawHeaderLines(plan, msg.id, headOf(raw), returnPathDomain);
-    return sign(envelopeFrom, top ? Buffer.concat([Buffer.from(top, 'latin1'), raw]) : raw, key);
+    return sign(envelopeFrom, top ? Buffer.concat([Buffer.from(top, 'latin1'), raw]) : raw, key, started);
   }
   const c = tx.content;
   const to = { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) };
   const personal = msg.substitution_data ? (JSON.parse(msg.substitution_data) as Record<string, unknown>) : null;
   // Without data of its own (or with content that uses no language) a recipient gets the same
   // body as every such recipient: compose it once per transmission (shared-body.ts).
-  // Opens, clicks and List-Unsubscribe carry the message's own tokens: no shared body then.
-  if (!perRecipient(plan) && (personal === null || isStatic(c))) {
-    const parts = await fromSharedBody(tx.id, to, messageId, () =>
-      applyTracking(plan, null, composeInput(tx.id, c, null), returnPathDomain),
+  // Opens, clicks and List-Unsubscribe carry the message's own tokens: the shared body then holds
+  // placeholder tokens, each message's own written over them (tracking/render-plan.ts).
+  if (personal === null || isStatic(c)) {
+    const tracked = perRecipient(plan) ? plan : null;
+    const parts = await fromSharedBody(
+      tx.id,
+      to,
+      messageId,
+      () =>
+        tracked
+          ? sharedTrackedParts(tracked, composeInput(tx.id, c, null), returnPathDomain)
+          : applyTracking(plan, null, composeInput(tx.id, c, null), returnPathDomain),
+      undefined,
+      tracked ? (marker) => messageToken(tracked, marker, msg.id) : undefined,
     );
     if (parts) {
+      const signing = performance.now();
       const signature = key ? dkimSignatureHeader(parts.head, parts.bodyHash, signOptions(key)) : '';
+      const dkimMs = performance.now() - signing;
       const head = Buffer.from(`${signature}${parts.head}\r\n\r\n`, 'latin1');
-      return { envelopeFrom, raw: Buffer.concat([head, parts.body]), signed: key !== null };
+      const raw = Buffer.concat([head, parts.body]);
+      const renderMs = performance.now() - started;
+      return { envelopeFrom, raw, signed: key !== null, renderMs, ...(key ? { dkimMs } : {}) };
     }
   }
   const input = applyTracking(plan, msg.id, composeInput(tx.id, c, personal), returnPathDomain);
-  return sign(envelopeFrom, await buildMessage({ ...input, to, messageId }), key);
+  return sign(envelopeFrom, await buildMessage({ ...input, to, messageId }), key, started);
 }
 
 /**
@@ -172,7 +200,10 @@ function signOptions(key: SigningKey) {
   return { domainName: key.domainName, keySelector: key.keySelector, privateKey: key.privateKeyPem };
 }
 
-function sign(envelopeFrom: string, raw: Buffer, key: SigningKey | null): RenderedMessage {
-  if (!key) return { envelopeFrom, raw, signed: false };
-  return { envelopeFrom, raw: dkimSign(raw, signOptions(key)), signed: true };
+function sign(envelopeFrom: string, raw: Buffer, key: SigningKey | null, started: number): RenderedMessage {
+  if (!key) return { envelopeFrom, raw, signed: false, renderMs: performance.now() - started };
+  const signing = performance.now();
+  const signed = dkimSign(raw, signOptions(key));
+  const end = performance.now();
+  return { envelopeFrom, raw: signed, signed: true, renderMs: end - started, dkimMs: end - signing };
 }

@@ -1,0 +1,68 @@
+/**
+ * Queue depth, sampled when Prometheus scrapes (never on the send path): one query of index-only
+ * counts over the pending states (the messages_due index, state first) and the earliest due time
+ * (the messages_claimable partial index, in order: one index entry). The answer is kept for a few
+ * seconds so several scrapers, or a scrape per node of one database, cost one query per interval.
+ * The queue is the shared messages table: every node reports the same numbers (max(), not sum()).
+ */
+import { Gauge, type Registry } from 'prom-client';
+import { runSql } from '../db/dialect.ts';
+import type { Database } from '../db/index.ts';
+import { CLAIMABLE_SQL, CLAIMABLE_STATES } from '../db/message-state.ts';
+
+interface Sample {
+  at: number;
+  counts: Record<string, number>;
+  /** Seconds the earliest due message has been waiting past its due time (0 when none is late). */
+  lateSeconds: number;
+}
+
+// Literal states (not parameters), as for the claim: the planners then use the partial index.
+const QUERY =
+  `select ${CLAIMABLE_STATES.map((s) => `(select count(*) from messages where state = '${s}') as ${s}`).join(', ')}, ` +
+  `(select min(next_attempt_at) from messages where ${CLAIMABLE_SQL}) as earliest`;
+
+export function installQueueGauges(registry: Registry, database: Database, cacheMs = 5_000): void {
+  let last: Sample | null = null;
+  let pending: Promise<Sample> | null = null;
+  const sample = async (): Promise<Sample> => {
+    if (last && Date.now() - last.at < cacheMs) return last;
+    pending ??= (async () => {
+      try {
+        const [row] = await runSql<Record<string, unknown>>(database.db, QUERY, []);
+        const counts: Record<string, number> = {};
+        for (const s of CLAIMABLE_STATES) counts[s] = Number(row?.[s] ?? 0);
+        const earliest = row?.earliest ? Date.parse(String(row.earliest)) : Number.NaN;
+        const lateSeconds = Number.isNaN(earliest) ? 0 : Math.max(0, (Date.now() - earliest) / 1000);
+        last = { at: Date.now(), counts, lateSeconds };
+        return last;
+      } finally {
+        pending = null;
+      }
+    })();
+    return pending;
+  };
+
+  new Gauge({
+    name: 'postyard_queue_messages',
+    help: 'Messages waiting in the delivery queue by state (queued, deferred, sending); sampled at scrape time',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const s = await sample().catch(() => null);
+      // A failed sample leaves the series out rather than reporting a false 0.
+      if (!s) return this.reset();
+      for (const [state, n] of Object.entries(s.counts)) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'postyard_queue_oldest_due_seconds',
+    help: 'How long the earliest due message has waited past its due time (0 when the queue keeps up)',
+    registers: [registry],
+    async collect() {
+      const s = await sample().catch(() => null);
+      if (!s) return this.reset();
+      this.set(s.lateSeconds);
+    },
+  });
+}
