@@ -47,6 +47,10 @@ export interface Config {
   databaseUrl: string | null;
   /** Validated at load (relay-url.ts): TLS required and verified unless `?tls=none` / `?verify=false`. */
   relayUrl: string | null;
+  /** POSTYARD_PACING_FILE: the operator's site limits and automation rules; null = config/pacing.yaml. */
+  pacingFile: string | null;
+  /** POSTYARD_BOUNCE_RULES_FILE: the operator's bounce rules; null = config/bounce-rules.yaml. */
+  bounceRulesFile: string | null;
   /** PEM file of CA certificates trusted besides Node's bundled roots (relay, MX and MTA-STS checks). */
   extraCaFile: string | null;
   /** HTTPS port of MTA-STS policy hosts (`mta-sts.<domain>`); 443 except in tests. */
@@ -352,6 +356,8 @@ export function loadConfig(env: Env = process.env): Config {
     nodeTimeoutSeconds,
     databaseUrl,
     relayUrl,
+    pacingFile: str(env, 'POSTYARD_PACING_FILE') ?? null,
+    bounceRulesFile: str(env, 'POSTYARD_BOUNCE_RULES_FILE') ?? null,
     extraCaFile,
     mtaStsPort: int(env, 'POSTYARD_MTA_STS_PORT', 443, 1, 65535),
     dnsServers,

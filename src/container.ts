@@ -33,6 +33,8 @@ import { TemplatesService } from './modules/templates/templates.service.ts';
 import { DashboardAccounts } from './modules/dashboard/accounts.service.ts';
 import { IpPoolsService } from './modules/ip-pools/ip-pools.service.ts';
 import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
+import { loadPacingData } from './modules/pacing/pacing-data.ts';
+import { PacingService } from './modules/pacing/pacing.service.ts';
 
 /**
  * Builds every long-lived object from config as plain factories (no DI framework). Tests build
@@ -67,6 +69,8 @@ export interface Container {
   /** IP pools and warmup policies (docs/ip-pools.md). */
   ipPools: IpPoolsService;
   warmupPolicies: WarmupPoliciesService;
+  /** Site limits, overrides, automation rules and their grants (docs/pacing.md). */
+  pacing: PacingService;
   /** Dashboard users, sign-in and sessions (the web portal). */
   dashboard: DashboardAccounts;
   /** Periodic background chores of this node; started by roles, stopped by close(). */
@@ -144,6 +148,8 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     templates: new TemplatesService(database, cursors),
     ipPools,
     warmupPolicies: new WarmupPoliciesService(database, cursors),
+    // The operator's file is read here, at start: a broken one stops the start with its reason.
+    pacing: new PacingService(database, loadPacingData(config.pacingFile), logger),
     events: new EventsService(database, cursors),
     webhooks,
     dashboard: new DashboardAccounts(database.db, rateLimiter),
@@ -151,6 +157,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     async close() {
       for (const t of timers) clearInterval(t);
       timers.clear();
+      container.pacing.stop();
       await apiKeys.flushLastUsed().catch(() => {});
       await webhooks.close();
       redis?.disconnect();

@@ -9,6 +9,7 @@ import { Account } from './pages/Account.tsx';
 import { Activity } from './pages/Activity.tsx';
 import { ApiKeys } from './pages/ApiKeys.tsx';
 import { Domains } from './pages/Domains.tsx';
+import { IpPoolPage, IpPools } from './pages/IpPools.tsx';
 import { Login } from './pages/Login.tsx';
 import { MessagePage } from './pages/Message.tsx';
 import { NotFound } from './pages/NotFound.tsx';
@@ -17,6 +18,7 @@ import { Smtp } from './pages/Smtp.tsx';
 import { Suppressions } from './pages/Suppressions.tsx';
 import { TemplateEditor } from './pages/TemplateEditor.tsx';
 import { Templates } from './pages/Templates.tsx';
+import { Warmup } from './pages/Warmup.tsx';
 import { Webhooks } from './pages/Webhooks.tsx';
 
 interface PageProps {
@@ -41,6 +43,9 @@ const PAGES: Record<Exclude<PageName, 'login'>, (p: PageProps) => ReactNode> = {
   domains: () => <Domains />,
   templates: () => <Templates />,
   template: ({ params }) => <TemplateEditor id={params.id ?? ''} />,
+  'ip-pools': () => <IpPools />,
+  'ip-pool': ({ params }) => <IpPoolPage id={params.id ?? ''} />,
+  warmup: () => <Warmup />,
   account: ({ session, reloadSession }) => <Account session={session} onChanged={reloadSession} />,
 };
 

@@ -4,6 +4,7 @@ import { registerDashboard } from './dashboard/index.ts';
 import { registerDomainRoutes } from './domains/domains.routes.ts';
 import { registerEventRoutes } from './events/events.routes.ts';
 import { registerIpPoolRoutes } from './ip-pools/ip-pools.routes.ts';
+import { registerPacingRoutes } from './pacing/pacing.routes.ts';
 import { registerSmtpCredentialRoutes } from './smtp-credentials/smtp-credentials.routes.ts';
 import { registerSuppressionRoutes } from './suppressions/suppressions.routes.ts';
 import { registerTemplateRoutes } from './templates/templates.routes.ts';
@@ -30,5 +31,6 @@ export const FEATURE_MODULES: readonly RouteModule[] = [
   registerTrackingRoutes,
   registerIpPoolRoutes,
   registerWarmupRoutes,
+  registerPacingRoutes,
   registerDashboard,
 ];

@@ -90,3 +90,9 @@ export const WARMUP_ROUTES: RouteSpec[] = [
   },
   { method: 'DELETE', path: '/v1/warmup-policies/:id', scopes: PACING, makeId: warmupPolicyId },
 ];
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+export const DASHBOARD_ID_CHECKS = [{ method: 'GET' as const, path: '/dashboard/api/ip-pools/:id', makeId: poolId }];

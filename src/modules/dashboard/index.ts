@@ -5,6 +5,7 @@ import { registerDashboardAuthRoutes } from './auth.routes.ts';
 import { registerDashboardPages } from './pages.ts';
 import { installDashboardSession } from './session.plugin.ts';
 import { registerTemplateDashboardRoutes } from '../templates/dashboard.routes.ts';
+import { registerIpPoolDashboardRoutes } from '../ip-pools/dashboard.routes.ts';
 
 /**
  * The web dashboard (docs/dashboard.md): its pages and its JSON API under /dashboard/api, in an
@@ -16,6 +17,7 @@ export async function registerDashboard(app: TypedApp, c: Container) {
     registerDashboardAuthRoutes(child, c);
     registerDashboardApiRoutes(child, c);
     registerTemplateDashboardRoutes(child, c);
+    registerIpPoolDashboardRoutes(child, c);
     await registerDashboardPages(child);
   });
 }

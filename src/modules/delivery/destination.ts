@@ -3,13 +3,17 @@ import { isForbiddenAddress } from '../../lib/address-guard.ts';
 import type { MtaStsResolver, PolicyLookup } from './smtp/mta-sts.ts';
 import { type MtaStsMode, mxMatches } from './smtp/mta-sts-policy.ts';
 import type { MxResolver } from './mx-resolver.ts';
+import type { PacingData } from '../pacing/pacing-data.ts';
 import { siteFor, type SiteLimits } from './shaping.ts';
 import type { RelayConfig } from './smtp/relay-url.ts';
 import { type AttemptResult, openSession, type SessionOptions, type SmtpSession } from './smtp/smtp-client.ts';
 
 /** Where messages for one recipient domain go: the MX hosts in order, or the relay. */
 export interface Route {
+  /** What limits and suspensions are counted under (shaping.ts): gmail, ..., or example.net. */
   site: string;
+  /** The pacing profile whose limits apply (tenant overrides name it); `relay` for a relay. */
+  profile: string;
   limits: SiteLimits;
   hosts: { host: string; addresses: string[]; port: number }[];
   relay: RelayConfig | null;
@@ -31,6 +35,8 @@ export interface RoutingOptions {
   resolver: MxResolver;
   relay: RelayConfig | null;
   mxPort: number;
+  /** Site profiles and limits (docs/pacing.md); default: the shipped config/pacing.yaml. */
+  shaping?: PacingData;
   /**
    * Connect to MX hosts on loopback, private, link-local or metadata addresses. Off outside
    * development: a domain whose MX points inside our network would otherwise turn delivery into
@@ -50,8 +56,15 @@ export async function routeFor(domain: string, o: RoutingOptions): Promise<Route
       ok: true,
       route: {
         site: 'relay',
-        // A relay is the operator's own infrastructure: more connections, long reuse.
-        limits: { maxConnections: 10, maxMessagesPerConnection: 1000 },
+        profile: 'relay',
+        // A relay is the operator's own infrastructure: more connections, long reuse, and its
+        // own rate limits (the relay paces what leaves it).
+        limits: {
+          maxConnections: 10,
+          maxMessagesPerConnection: 1000,
+          messagesPerMinute: Number.MAX_SAFE_INTEGER,
+          messagesPerHour: Number.MAX_SAFE_INTEGER,
+        },
         hosts: [{ host: o.relay.host, addresses: [], port: o.relay.port }],
         relay: o.relay,
         tls:
@@ -99,11 +112,12 @@ export async function routeFor(domain: string, o: RoutingOptions): Promise<Route
     };
   }
   const first = allowed[0]?.exchange ?? domain;
-  const { site, limits } = siteFor(first);
+  const { site, profile, limits } = siteFor(first, o.shaping);
   return {
     ok: true,
     route: {
       site,
+      profile,
       limits,
       hosts: allowed.map((h) => ({ host: h.exchange, addresses: h.addresses, port: o.mxPort })),
       relay: null,

@@ -40,6 +40,7 @@ export function createDeliveryWorker(
       resolver: new MxResolver(dns),
       relay: c.config.relayUrl ? relayFromUrl(c.config.relayUrl) : null,
       mxPort: c.config.mxPort,
+      shaping: c.pacing.data,
       allowPrivate,
       // With a relay, MX policies are the relay's business.
       mtaSts: c.config.relayUrl
@@ -58,8 +59,9 @@ export function createDeliveryWorker(
     tracking: { base: c.config.publicUrl, key: deriveTokenKey(c.masterKey) },
     renderer: createRenderer(c.config.renderThreads, c.logger),
     metrics: mailMetrics(c.metrics),
-    // Source addresses (IP pools, warmup); pacing passes its suspensions (docs/ip-pools.md).
-    sources: c.config.sourceAddresses.length ? createSourcePicker(c, workerId) : null,
+    // Source addresses (IP pools, warmup), moved off addresses pacing suspended (docs/ip-pools.md).
+    sources: c.config.sourceAddresses.length ? createSourcePicker(c, workerId, { suspensions: c.pacing }) : null,
+    pacing: c.pacing,
     ...overrides,
   });
 }

@@ -10,6 +10,7 @@ import type { Outcome } from './outcomes.ts';
 import { loadTransmission, releaseMessages } from './queue.repo.ts';
 import { FairClaimer } from './fair-claim.ts';
 import { FairQueue } from './fair-queue.ts';
+import { type PacingService, replyText } from '../pacing/pacing.service.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
 import { inlineRenderer, type Renderer } from './render/render-pool.ts';
 import {
@@ -51,6 +52,8 @@ export interface DeliveryWorkerOptions {
   renderer?: Renderer;
   /** Claims, outcomes and render times (src/metrics/mail-metrics.ts); none when not given. */
   metrics?: MailMetrics | null;
+  /** Site limits across nodes, automation rules and suspensions (src/modules/pacing); null = none. */
+  pacing?: PacingService | null;
   /** Source addresses: IP pools, warmup, suspensions (src/modules/ip-pools); null = default route. */
   sources?: SourcePicker | null;
 }
@@ -122,6 +125,7 @@ export class DeliveryWorker {
       metrics: null,
       tracking: null,
       sources: null,
+      pacing: null,
       ...opts,
     };
     this.outcomes = new OutcomeBuffer({
@@ -139,6 +143,7 @@ export class DeliveryWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
+    void this.o.pacing?.start();
     this.loop = this.run();
   }
 
@@ -325,6 +330,8 @@ export class DeliveryWorker {
       refill(),
     ]);
     if (!conn.ok) {
+      // A greeting can carry a rule's code too (Yahoo answers 421 [TSS04] before EHLO).
+      void this.o.pacing?.observe(route.site, route.profile, q.source ?? '', replyText(conn.failure));
       // Nobody answers: every waiting message of this domain is deferred with that failure.
       const attempt = attemptRecord(startedAt, conn.failure, conn.host, conn.address, route);
       for (const t of ahead.splice(0)) if (await t.rendered) this.defer(t.job, attempt, conn.failure.response);
@@ -342,6 +349,20 @@ export class DeliveryWorker {
         // Checked again here: rendering and the previous send may have taken the margin.
         if (!this.running || this.leaseEnding(current.job)) {
           await this.release([current.job]);
+          continue;
+        }
+        // Pacing (docs/pacing.md): the site x address rate limits and suspensions, all nodes.
+        const waitUntil = await this.paced(q, current.job, route);
+        if (waitUntil !== null) {
+          if (this.o.pacing?.isSuspended(route.site, q.source ?? null)) {
+            // Suspended: nothing more on this session. With a source address the queue goes back
+            // to pump(), which moves it off the address (IP pools); else it all waits, unsent.
+            const rest = [current.job, ...ahead.splice(0).map((t) => t.job)];
+            if (q.source && this.o.sources) for (const j of rest.reverse()) q.jobs.unshift(j);
+            else await this.release([...rest, ...q.jobs.drain()], waitUntil);
+            break;
+          }
+          await this.release([current.job], waitUntil);
           continue;
         }
         inSession.push(this.sendOne(q, current.job, rendered, session, host, address, route));
@@ -435,6 +456,7 @@ export class DeliveryWorker {
       q.jobs.unshift(job);
       return;
     }
+    if (!result.ok) void this.o.pacing?.observe(route.site, route.profile, q.source ?? '', replyText(result));
     const attempt = attemptRecord(startedAt, result, host, address, route);
     this.complete(outcomeOf(contextOf(job), result, attempt, Date.now()));
   }
@@ -443,10 +465,30 @@ export class DeliveryWorker {
     this.complete(deferral(contextOf(job), attempt, diagnostic, Date.now()));
   }
 
-  /** Puts claimed-but-unsent messages back so any worker can take them at once. */
-  private async release(jobs: Job[]): Promise<void> {
+  /**
+   * May `job` go now under its site's limits? null = yes; else when to try it again (epoch ms).
+   * A wait of a second or so is spent here, keeping the session; longer ones put it back.
+   */
+  private async paced(q: DomainQueue, job: Job, route: Route): Promise<number | null> {
+    const pacing = this.o.pacing;
+    if (!pacing || route.relay) return null;
+    const target = { site: route.site, profile: route.profile, source: q.source ?? '', tenant: job.msg.tenant_id };
+    for (;;) {
+      const until = await pacing.acquire(target, route.limits);
+      if (until === null) return null;
+      const wait = until - Date.now();
+      if (wait > 1500 || !this.running || pacing.isSuspended(route.site, q.source ?? null)) return until;
+      await new Promise((r) => setTimeout(r, Math.max(10, wait)));
+    }
+  }
+
+  /**
+   * Puts claimed-but-unsent messages back, due at once (any worker can take them) or at `atMs`
+   * (pacing: a full rate bucket or a suspension), without counting an attempt.
+   */
+  private async release(jobs: Job[], atMs?: number): Promise<void> {
     const ids = jobs.map((j) => j.msg.id);
-    await releaseMessages(this.o.database, this.o.workerId, ids).catch((err) =>
+    await releaseMessages(this.o.database, this.o.workerId, ids, atMs).catch((err) =>
       this.o.logger.error({ err }, 'releasing messages failed'),
     );
     this.inflight -= jobs.length;
