@@ -1,37 +1,37 @@
+import { loadPacingData, type PacingData, type SiteLimits } from '../pacing/pacing-data.ts';
+
 /**
- * Traffic shaping as data: per destination-site limits with defaults. A "site" is derived from
- * the MX host names, not the recipient domain, so every Google Workspace domain counts against
- * Google's limits (KumoMTA's model). Operators extend SITE_RULES; first matching suffix wins.
+ * Traffic shaping as data (docs/pacing.md): per destination-site limits from config/pacing.yaml
+ * (or the operator's POSTYARD_PACING_FILE). A "site" is derived from the MX host names, not the
+ * recipient domain, so every Google Workspace domain counts against Google's limits (KumoMTA's
+ * model). Known sites are matched by MX host suffix, first in file order; every other
+ * destination takes the `default` profile's limits but is counted on its own, by its MX host's
+ * last two labels (mx1.example.net and mx2.example.net are one site, example.net).
  */
-export interface SiteLimits {
-  /** Concurrent SMTP connections from this node to the site. */
-  maxConnections: number;
-  /** Messages sent over one connection before it is recycled. */
-  maxMessagesPerConnection: number;
+export type { SiteLimits };
+
+/** The shipped file, read once; the worker passes the operator's file in RoutingOptions.shaping. */
+export const SHIPPED_SHAPING: PacingData = loadPacingData(null);
+
+/** Suffix -> site of the shipped file (metrics label known sites by it). */
+export const SITE_RULES: readonly { suffix: string; site: string; limits: SiteLimits }[] =
+  SHIPPED_SHAPING.sites.flatMap((s) => s.mx.map((suffix) => ({ suffix, site: s.name, limits: s.limits })));
+
+export interface SiteMatch {
+  /** What limits and suspensions are counted under: the profile name, or example.net. */
+  site: string;
+  /** The profile whose limits apply (`default` for unknown hosts); tenant overrides name it. */
+  profile: string;
+  limits: SiteLimits;
 }
 
-/**
- * Unknown sites: 5 connections (polite), 1,000 messages per connection. Reusing a connection is
- * what receivers prefer (fewer handshakes, and many pause before their greeting on purpose:
- * smtp-server 100 ms, Postfix's postscreen seconds); KumoMTA's default is 1,024 deliveries per
- * connection and Postfix limits reuse by time, not count. Sites known to want less are below.
- */
-export const DEFAULT_LIMITS: SiteLimits = { maxConnections: 5, maxMessagesPerConnection: 1000 };
-
-export const SITE_RULES: readonly { suffix: string; site: string; limits: SiteLimits }[] = [
-  { suffix: '.google.com', site: 'google', limits: { maxConnections: 10, maxMessagesPerConnection: 100 } },
-  { suffix: '.googlemail.com', site: 'google', limits: { maxConnections: 10, maxMessagesPerConnection: 100 } },
-  { suffix: '.outlook.com', site: 'microsoft', limits: { maxConnections: 10, maxMessagesPerConnection: 50 } },
-  { suffix: '.yahoodns.net', site: 'yahoo', limits: { maxConnections: 5, maxMessagesPerConnection: 20 } },
-  { suffix: '.icloud.com', site: 'apple', limits: { maxConnections: 5, maxMessagesPerConnection: 50 } },
-];
-
 /** The site and its limits for a destination whose best MX host is `mxHost`. */
-export function siteFor(mxHost: string, overrides: Partial<SiteLimits> = {}): { site: string; limits: SiteLimits } {
+export function siteFor(mxHost: string, data: PacingData = SHIPPED_SHAPING): SiteMatch {
   const host = `.${mxHost.toLowerCase().replace(/\.$/, '')}`;
-  for (const r of SITE_RULES)
-    if (host.endsWith(r.suffix)) return { site: r.site, limits: { ...r.limits, ...overrides } };
-  // Unknown sites: group by the MX host's last two labels (mx1.example.net, mx2.example.net).
+  for (const s of data.sites) {
+    if (s.mx.some((suffix) => host.endsWith(suffix))) return { site: s.name, profile: s.name, limits: s.limits };
+  }
+  const fallback = data.sites.at(-1) as PacingData['sites'][number];
   const labels = host.slice(1).split('.');
-  return { site: labels.slice(-2).join('.'), limits: { ...DEFAULT_LIMITS, ...overrides } };
+  return { site: labels.slice(-2).join('.'), profile: fallback.name, limits: fallback.limits };
 }
