@@ -45,7 +45,7 @@ beforeAll(async () => {
       POSTYARD_DNS_SERVERS: dnsServer.address,
       POSTYARD_MX_PORT: String(sink.port),
       POSTYARD_EHLO_NAME: 'postyard.test',
-      POSTYARD_SOURCE_ADDRESSES: '127.0.0.2,127.0.0.3,127.0.0.4',
+      POSTYARD_SOURCE_ADDRESSES: '127.0.0.2,127.0.0.3,127.0.0.4,::1',
     },
   });
   worker = startTestWorker(ctx.c, 'pool-worker', {
@@ -187,6 +187,23 @@ describe('IP pools in delivery', () => {
     } finally {
       suspensions.clear();
     }
+  });
+
+  it('an IPv6 source address is not tried toward an IPv4-only MX: deferred, saying why', async () => {
+    const t = await createTenant(ctx, 'Shop <news@shop.test>');
+    await api(t, 'POST', '/v1/ip-pools', { name: 'v6', default: true, addresses: [{ address: '::1' }] });
+    const id = await send(t, ['v6only@dest.test']);
+    const row = await until('deferred', async () =>
+      ctx.c.database.db
+        .selectFrom('messages')
+        .select(['state', 'last_response', 'source_address'])
+        .where('transmission_id', '=', id)
+        .where('state', '=', 'deferred')
+        .executeTakeFirst(),
+    );
+    expect(row.source_address).toBe('::1');
+    expect(row.last_response).toContain('is IPv6 like the source address ::1');
+    expect(rcpts.filter((r) => r.rcpt === 'v6only@dest.test')).toEqual([]);
   });
 
   it('an address at its warmup cap overflows into the overflow pool; nothing waits or is lost', async () => {

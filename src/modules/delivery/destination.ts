@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { isForbiddenAddress } from '../../lib/address-guard.ts';
 import type { MtaStsResolver, PolicyLookup } from './smtp/mta-sts.ts';
@@ -167,8 +168,14 @@ export async function connectRoute(
   | { ok: false; failure: AttemptResult & { ok: false }; host: string | null; address: string | null }
 > {
   let last: { failure: AttemptResult & { ok: false }; host: string | null; address: string | null } | null = null;
+  // A bound source address reaches only destinations of its own family (IP pools): an IPv6
+  // source cannot connect to an IPv4 MX address, so those are not tried.
+  const family = base.localAddress ? isIP(base.localAddress) : 0;
+  let skipped = 0;
   for (const h of route.hosts) {
-    const addresses = h.addresses.length ? h.addresses : [null];
+    const all = h.addresses.length ? h.addresses : [null];
+    const addresses = family ? all.filter((a) => a === null || isIP(a) === family) : all;
+    skipped += all.length - addresses.length;
     for (const address of addresses) {
       const session = await openSession({
         ...base,
@@ -188,7 +195,9 @@ export async function connectRoute(
     failure: last?.failure ?? {
       ok: false,
       permanent: false,
-      response: 'no MX host to try',
+      response: skipped
+        ? `no address of ${route.hosts.map((h) => h.host).join(', ')} is IPv${family} like the source address ${base.localAddress}`
+        : 'no MX host to try',
       tls: false,
       transcript: [],
       stage: 'connect',
