@@ -2,6 +2,11 @@
  * npm run bench:deliver — 20,000 queued single-recipient messages, DKIM-signed (RSA-2048),
  * delivered by Postyard's worker to a local sink, against a raw nodemailer pool sending the same
  * messages signed with the same key to the same sink, in the same run; plus the sign-only ceiling.
+ *
+ * npm run bench:deliver -- --tracking (or BENCH_TRACKING=1) — the cost of open and click
+ * tracking instead: html bodies with 20 links, delivered by the worker with tracking off and on
+ * in the same run, rounds in the order off, on, on, off (drift in the machine's load hits both
+ * alike); prints the ratio on / off (target >= 0.9, docs/benchmarks.md).
  */
 import { fork } from 'node:child_process';
 import net from 'node:net';
@@ -23,6 +28,13 @@ const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? '';
 const keys = generateDkimKeyPair();
 const TEXT = 'Thanks for your order. Your receipt is attached below.\n'.repeat(20);
 const HTML = `<html><body>${'<p>Thanks for your order. Your receipt is below.</p>'.repeat(20)}</body></html>`;
+const TRACKING_MODE = process.argv.includes('--tracking') || process.env.BENCH_TRACKING === '1';
+/** 20 links, as a marketing newsletter has: products, footer, social. */
+const HTML_LINKS = `<html><body>${Array.from(
+  { length: 20 },
+  (_, i) =>
+    `<p>Item ${i}: <a href="https://shop.bench.test/products/${1000 + i}?utm_source=newsletter&amp;utm_campaign=week47">see the offer</a></p>`,
+).join('')}</body></html>`;
 
 async function startSink() {
   const port = await freePort();
@@ -99,7 +111,19 @@ async function rawPool(port: number): Promise<number> {
   return N / secs;
 }
 
-async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: number, dnsAddress: string) {
+interface RunShape {
+  html: string;
+  /** Sets options.open_tracking and options.click_tracking; undefined = the defaults. */
+  tracking?: boolean;
+}
+
+async function postyard(
+  label: string,
+  dbEnv: Record<string, string>,
+  sinkPort: number,
+  dnsAddress: string,
+  shape: RunShape = { html: HTML },
+) {
   const env = {
     ...dbEnv,
     POSTYARD_LOG_LEVEL: 'warn',
@@ -118,7 +142,10 @@ async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: 
   for (let start = 0; start < N; start += 10_000) {
     const body = {
       recipients: Array.from({ length: Math.min(10_000, N - start) }, (_, i) => ({ email: `r${start + i}@dest.test` })),
-      content: { subject: 'Receipt', text: TEXT, html: HTML },
+      content: { subject: 'Receipt', text: TEXT, html: shape.html },
+      ...(shape.tracking === undefined
+        ? {}
+        : { options: { open_tracking: shape.tracking, click_tracking: shape.tracking } }),
     };
     const input = await validateTransmission(body as never, 'Shop <shop@bench.test>');
     await c.database.db.transaction().execute((trx) => c.transmissions.accept(trx, tenant.tenant_id, input));
@@ -127,7 +154,8 @@ async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: 
   const t0 = performance.now();
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the worker process.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
-  const child = spawnNode([...prof, 'bin/postyard.js', 'start', '--roles', 'worker'], { ...env });
+  // The TypeScript sources (as the tests run them), never a dist/ built before the last edit.
+  const child = spawnNode([...prof, 'bin/postyard-src.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
   const count = async (states: MessageState[]) =>
     Number(
@@ -162,13 +190,62 @@ async function postyard(label: string, dbEnv: Record<string, string>, sinkPort: 
   return { label, rate: N / secs, withStartRate: N / withStart, startSecs: (tClaim - t0) / 1000, rss };
 }
 
+/** --tracking: the same 20-link html delivered with tracking off and on, ABBA rounds, SQLite. */
+async function trackingCost(sinkPort: number, dnsAddress: string) {
+  const runs: { tracking: boolean; rate: number }[] = [];
+  for (const tracking of [false, true, true, false]) {
+    const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-deliver-'));
+    try {
+      const r = await postyard(
+        `sqlite, tracking ${tracking ? 'on' : 'off'}`,
+        { POSTYARD_DATA_DIR: dir },
+        sinkPort,
+        dnsAddress,
+        {
+          html: HTML_LINKS,
+          tracking,
+        },
+      );
+      runs.push({ tracking, rate: r.rate });
+      console.log(`${r.label}: ${Math.round(r.rate)} msgs/s (peak RSS ${Math.round(r.rss)} MB)`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const mean = (on: boolean) => {
+    const xs = runs.filter((r) => r.tracking === on).map((r) => r.rate);
+    return xs.reduce((a, b) => a + b, 0) / xs.length;
+  };
+  console.log(
+    table([
+      { run: 'tracking off (20-link html)', 'msgs/s (mean of 2)': Math.round(mean(false)), ratio: 1 },
+      {
+        run: 'tracking on (20-link html)',
+        'msgs/s (mean of 2)': Math.round(mean(true)),
+        ratio: mean(true) / mean(false),
+      },
+    ]),
+  );
+  console.log(`ratio tracking on / off (same run): ${(mean(true) / mean(false)).toFixed(3)}; target >= 0.9`);
+}
+
 async function main() {
-  console.log(`machine: ${machine()}; ${N} messages, RSA-2048 DKIM`);
+  console.log(`machine: ${machine()}; ${N} messages, RSA-2048 DKIM${TRACKING_MODE ? ', tracking on vs off' : ''}`);
   const dnsServer = await startDnsServer({
     'dest.test': { MX: [{ preference: 10, exchange: 'mx.dest.test' }] },
     'mx.dest.test': { A: ['127.0.0.1'] },
     's1._domainkey.bench.test': { TXT: [dkimDnsRecordValue(keys.publicKeyBase64).match(/.{1,255}/g) ?? []] },
   });
+  if (TRACKING_MODE) {
+    const sink = await startSink();
+    try {
+      await trackingCost(sink.port, dnsServer.address);
+    } finally {
+      await sink.close();
+      await dnsServer.close();
+    }
+    return;
+  }
   const ceiling = await signCeiling();
   const sink = await startSink();
   const pool = await rawPool(sink.port);

@@ -4,7 +4,8 @@
  * transmission, as plain data.
  */
 import { rewriteHtml } from './rewrite.ts';
-import { signToken } from './token.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { signToken, type TrackingToken, verifyToken } from './token.ts';
 
 export interface TrackingPlan {
   /** Tracking base URL, no trailing slash. */
@@ -109,4 +110,57 @@ export function rawHeaderLines(
     add += `List-Unsubscribe: ${listUnsubscribe(plan, messageId, returnPathDomain)}\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n`;
   }
   return add;
+}
+
+/**
+ * The message id of the placeholder tokens in a shared tracked body (delivery/render/
+ * shared-body.ts): tokens of every message of a transmission have the same length, since the
+ * message id is always 16 bytes, so each message's tokens are written over these.
+ */
+const PLACEHOLDER_MESSAGE_ID = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
+const TOKEN_IN_TEXT = /(?:\/[cou]\/|unsubscribe\+)([A-Za-z0-9_-]{24,})/g;
+const KINDS = ['click', 'open', 'unsubscribe'] as const;
+
+/** Placeholder token -> what it carries, so each message signs without verifying again. */
+const specs = new BoundedCache<string, TrackingToken>(4096);
+
+function placeholderSpec(plan: TrackingPlan, token: string): TrackingToken | null {
+  const hit = specs.get(token);
+  if (hit) return hit;
+  for (const kind of KINDS) {
+    const t = verifyToken(plan.key, token, kind);
+    if (!t) continue;
+    if (t.messageId !== PLACEHOLDER_MESSAGE_ID) return null;
+    specs.set(token, t);
+    return t;
+  }
+  return null;
+}
+
+/**
+ * applyTracking for the shared body of a tracked transmission: the placeholder message's tokens,
+ * and `markers` (each placeholder token and how many times it was put in).
+ */
+export function sharedTrackedParts<T extends { html?: string; headers?: Record<string, string> }>(
+  plan: TrackingPlan,
+  parts: T,
+  returnPathDomain: string,
+): T & TrackedParts & { markers: Map<string, number> } {
+  const out = applyTracking(plan, PLACEHOLDER_MESSAGE_ID, parts, returnPathDomain);
+  const markers = new Map<string, number>();
+  for (const text of [out.html ?? '', out.listUnsubscribe ?? '']) {
+    for (const m of text.matchAll(TOKEN_IN_TEXT)) {
+      const token = m[1] as string;
+      // Only our placeholders: a link left untracked may have a token-like path of its own.
+      if (placeholderSpec(plan, token)) markers.set(token, (markers.get(token) ?? 0) + 1);
+    }
+  }
+  return { ...out, markers };
+}
+
+/** The message's own token in place of a placeholder token of sharedTrackedParts. */
+export function messageToken(plan: TrackingPlan, placeholder: string, messageId: string): string {
+  const t = placeholderSpec(plan, placeholder);
+  if (!t) throw new Error('not a placeholder token');
+  return signToken(plan.key, { ...t, messageId });
 }

@@ -15,6 +15,13 @@
  * - the recipient's To field is one MailComposer writes verbatim: an ASCII address, and no name
  *   or a plain name of letters, digits and single spaces, within 76 characters (no encoding,
  *   quoting or folding to reproduce). Tests compare the result with a full composition.
+ *
+ * Tracked mail (open pixel, click links, List-Unsubscribe) differs per message only in its
+ * tokens, whose length does not depend on the message (tracking/render-plan.ts). The body is then
+ * composed once with placeholder tokens (`markers`), where each character of each marker lands is
+ * recorded (quoted-printable may break a line inside one: `=\r\n` is stepped over), and each
+ * message gets a copy with its own tokens written over them and its own body hash. When a marker
+ * is not found as often as it was put in (a base64-encoded part), there is no shared body.
  */
 import { dkimBodyHash } from './dkim.ts';
 import { type BuildMessageInput, buildMessage } from './mime.ts';
@@ -35,6 +42,15 @@ interface SharedBody {
   dateAt: number;
   body: Buffer;
   bodyHash: string;
+  slots: Slot[];
+}
+
+/** Where one marker was written: header lines (never folded inside a token) and body bytes. */
+interface Slot {
+  marker: string;
+  head: { line: number; col: number }[];
+  /** Per occurrence in the body, the byte offset of each of the marker's characters. */
+  body: number[][];
 }
 
 const PLACEHOLDER_TO = 'recipient@placeholder.invalid';
@@ -62,7 +78,46 @@ export function mailDate(d: Date): string {
 /** What every message of a transmission shares: buildMessage's input without the recipient's fields. */
 export type SharedInput = Omit<BuildMessageInput, 'to' | 'messageId' | 'date'>;
 
-async function compose(input: SharedInput): Promise<SharedBody | null> {
+/**
+ * Placeholders in the input that each message replaces with a string of the same length, and how
+ * often each was put in. Markers must be ASCII without whitespace, `=` or `<>`.
+ */
+export type Markers = ReadonlyMap<string, number>;
+
+/** Each occurrence of `marker` in the encoded body, allowing quoted-printable soft breaks inside. */
+function findInBody(text: string, marker: string): number[][] {
+  const re = new RegExp([...marker].map((ch) => ch.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')).join('(?:=\r\n)?'), 'g');
+  const found: number[][] = [];
+  for (const m of text.matchAll(re)) {
+    const at: number[] = [];
+    let j = 0;
+    for (let i = 0; i < m[0].length && j < marker.length; i++) {
+      if (m[0][i] === marker[j]) {
+        at.push((m.index ?? 0) + i);
+        j++;
+      }
+    }
+    found.push(at);
+  }
+  return found;
+}
+
+function findSlots(lines: string[], bodyText: string, markers: Markers): Slot[] | null {
+  const slots: Slot[] = [];
+  for (const [marker, expected] of markers) {
+    const head: Slot['head'] = [];
+    lines.forEach((l, line) => {
+      for (let col = l.indexOf(marker); col >= 0; col = l.indexOf(marker, col + marker.length))
+        head.push({ line, col });
+    });
+    const body = findInBody(bodyText, marker);
+    if (head.length + body.length !== expected) return null;
+    slots.push({ marker, head, body });
+  }
+  return slots;
+}
+
+async function compose(input: SharedInput, markers: Markers | undefined): Promise<SharedBody | null> {
   const raw = await buildMessage({
     ...input,
     to: { email: PLACEHOLDER_TO },
@@ -78,25 +133,33 @@ async function compose(input: SharedInput): Promise<SharedBody | null> {
   const dateAt = lines.indexOf(`Date: ${mailDate(new Date(0))}`);
   if (toAt < 0 || idAt < 0 || dateAt < 0) return null;
   const body = raw.subarray(split + 4);
-  return { lines, toAt, idAt, dateAt, body, bodyHash: dkimBodyHash(body.toString('latin1')) };
+  const bodyText = body.toString('latin1');
+  const slots = markers && markers.size > 0 ? findSlots(lines, bodyText, markers) : [];
+  if (!slots) return null;
+  return { lines, toAt, idAt, dateAt, body, bodyHash: dkimBodyHash(bodyText), slots };
 }
 
 /**
  * The message's header block and the shared body, or null when a shared body does not apply
- * (the caller then composes the message itself). `shared` is called only to compose the body.
+ * (the caller then composes the message itself). `shared` is called only to compose the body;
+ * with `markers`, `fill` gives this message's replacement of each (same length).
  */
 export async function fromSharedBody(
   transmissionId: string,
   to: { email: string; name?: string },
   messageId: string,
-  shared: () => SharedInput,
+  shared: () => SharedInput & { markers?: Markers },
   date: Date = new Date(),
+  fill?: (marker: string) => string,
 ): Promise<SharedBodyParts | null> {
   const toValue = plainTo(to.email, to.name);
   if (toValue === null || !ASCII_ADDRESS.test(messageId)) return null;
   let entry = sharedBodies.get(transmissionId);
   if (!entry) {
-    entry = compose(shared()).catch(() => null);
+    entry = (async () => {
+      const { markers, ...input } = shared();
+      return compose(input, markers);
+    })().catch(() => null);
     if (sharedBodies.size >= MAX_SHARED_BODIES) sharedBodies.delete(sharedBodies.keys().next().value as string);
     sharedBodies.set(transmissionId, entry);
   }
@@ -106,7 +169,19 @@ export async function fromSharedBody(
   lines[t.toAt] = `To: ${toValue}`;
   lines[t.idAt] = `Message-ID: <${messageId}>`;
   lines[t.dateAt] = `Date: ${mailDate(date)}`;
-  return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash };
+  if (t.slots.length === 0) return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash };
+  if (!fill) return null;
+  const body = Buffer.from(t.body);
+  for (const slot of t.slots) {
+    const value = fill(slot.marker);
+    if (value.length !== slot.marker.length) return null;
+    for (const { line, col } of slot.head) {
+      const l = lines[line] ?? '';
+      lines[line] = l.slice(0, col) + value + l.slice(col + value.length);
+    }
+    for (const at of slot.body) for (let i = 0; i < at.length; i++) body[at[i] as number] = value.charCodeAt(i);
+  }
+  return { head: lines.join('\r\n'), body, bodyHash: dkimBodyHash(body.toString('latin1')) };
 }
 
 /** Forgets every shared body (tests). */
