@@ -126,7 +126,9 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     logger,
     node,
     database,
-    groupCommit: new GroupCommit(database),
+    // PostgreSQL: half the pool for batches of accepts at most (4), the rest for idempotency
+    // claims, reads and the workers (docs/operations.md, pool sizing).
+    groupCommit: new GroupCommit(database, { lanes: Math.max(1, Math.min(4, Math.floor(config.dbPoolSize / 2))) }),
     masterKey,
     cursors,
     metrics: createMetricsRegistry(database),

@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { Pacer } from '../lib/pacer.ts';
 import { runSql, shapedSql } from './dialect.ts';
+import { insertBufferOf } from './deferred-inserts.ts';
 import type { Executor } from './executor.ts';
 import type { DB } from './schema.ts';
 
@@ -36,6 +37,8 @@ export async function insertMany<T extends keyof DB & string>(
   pace?: Pacer,
 ): Promise<void> {
   if (rows.length === 0) return;
+  const buffer = insertBufferOf(db);
+  if (buffer) return buffer.add(table, rows);
   const cols = Object.keys(rows[0] as object);
   const byParams = Math.max(1, Math.floor(MAX_PARAMS / (cols.length || 1)));
   const chunk = pace ? Math.min(byParams, PACED_ROWS) : byParams;

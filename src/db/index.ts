@@ -103,6 +103,13 @@ function openPostgres(url: string, poolSize: number, schema?: string): Database 
   });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // pg-pool listens for errors on idle clients only: a checked-out client whose backend is
+  // terminated (a restart, pg_terminate_backend) gets the FATAL on its query and then emits
+  // 'Connection terminated unexpectedly' with no listener, an uncaught exception that ended the
+  // process. The query already failed with the error; the pool drops the dead client on release.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<DB>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   return {
     db,

@@ -207,7 +207,7 @@ export interface Submitted {
 /**
  * One message -> one transmission, through TransmissionsService.accept inside
  * IdempotencyService like POST /v1/transmissions: suppressions, sender-domain policy and events
- * all apply, and the accept shares the container's group commit (on SQLite, messages arriving
+ * all apply, and the accept shares the container's group commit (on both databases, messages arriving
  * together are stored in one transaction; each 250 still follows the commit holding it).
  */
 export async function submitMessage(c: Container, user: SmtpUser, raw: Buffer, envelope: Envelope): Promise<Submitted> {
@@ -220,7 +220,7 @@ export async function submitMessage(c: Container, user: SmtpUser, raw: Buffer, e
   const res = await c.idempotency.execute(
     { tenantId: user.tenantId, scope: IDEMPOTENCY_SCOPE, key: prepared.idempotencyKey, body: prepared.fingerprint },
     async (trx) => ({ status: 202, body: await c.transmissions.accept(trx, user.tenantId, prepared.input) }),
-    { runner: c.groupCommit.run },
+    { runner: c.groupCommit.runBuffered },
   );
   const body = res.body as AcceptResult;
   return {

@@ -1,13 +1,13 @@
 /**
  * The shared group commit (src/db/group-commit.ts) as SMTP submission uses it: concurrent
- * messages share a transaction on SQLite, each caller gets its own result, and a failing
+ * messages share a transaction (SQLite and PostgreSQL), each caller gets its own result, and a failing
  * message never takes its batch neighbours down with it.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { GroupCommit } from '../../src/db/group-commit.ts';
 import { AppError } from '../../src/lib/errors.ts';
 import { prepareSubmission } from '../../src/smtp/submission.ts';
-import { createTenant, createTestContext, DIALECT, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { message, transmissionRows } from './helpers.ts';
 
 let ctx: TestContext;
@@ -35,7 +35,7 @@ it('concurrent messages are committed together; a failing one is answered alone,
     ...db,
     db: new Proxy(db.db, {
       get(target, prop) {
-        if (prop === 'transaction') transactions++;
+        if (prop === 'transaction' || prop === 'startTransaction') transactions++;
         const v = Reflect.get(target, prop, target);
         return typeof v === 'function' ? v.bind(target) : v;
       },
@@ -48,11 +48,10 @@ it('concurrent messages are committed together; a failing one is answered alone,
       return ctx.c.transmissions.accept(trx, t.tenantId, input(subject));
     });
 
-  // On SQLite messages arriving together share one transaction; PostgreSQL commits concurrent
-  // transactions in parallel instead, one per message.
+  // Messages arriving together share one transaction, on both databases.
   const ok = await Promise.all(Array.from({ length: 10 }, (_, i) => accept(`ok ${i}`)));
   expect(new Set(ok.map((r) => r.transmission_id)).size).toBe(10);
-  expect(transactions).toBe(DIALECT === 'sqlite' ? 1 : 10);
+  expect(transactions).toBe(1);
 
   const settled = await Promise.allSettled(['first', 'a', 'b', 'bad', 'c'].map(accept));
   expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);

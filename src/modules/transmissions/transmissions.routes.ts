@@ -38,7 +38,7 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
         req,
         reply,
         async (trx) => ({ status: 202, body: await c.transmissions.accept(trx, auth.tenantId, input) }),
-        { runner: c.groupCommit.run },
+        { runner: c.groupCommit.runBuffered },
       );
     },
   );
