@@ -49,8 +49,23 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
   const tracking = new TrackingService(c.groupCommit, c.suppressions);
   const counted = mailMetrics(c.metrics).trackingEvents;
   const bucket = { rps: c.config.trackingRateLimitRps, burst: c.config.trackingRateLimitBurst };
-  /** Within the per-address budget? (Over it, opens and clicks are answered but not recorded.) */
-  const withinBudget = async (req: FastifyRequest) => (await c.rateLimiter.check(`track:${req.ip}`, bucket)).allowed;
+  /**
+   * Every tracking request draws from its client address's bucket first, before the token is
+   * looked at, so a 429 says nothing about tokens or messages. Over the budget: 429 with the
+   * bucket's Retry-After, nothing recorded (docs/tracking.md "Rate limits"). Returns whether the
+   * request was refused (the reply is then sent).
+   */
+  const overBudget = async (req: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+    const d = await c.rateLimiter.check(`track:${req.ip}`, bucket);
+    if (d.allowed) return false;
+    await reply
+      .code(429)
+      .header('Retry-After', String(d.retryAfterSeconds))
+      .header('Cache-Control', 'no-store')
+      .type('text/plain; charset=utf-8')
+      .send('Too Many Requests');
+    return true;
+  };
   const token = (raw: string, kind: TokenKind): TrackingToken | null => verifyToken(key, raw, kind);
 
   app.get(
@@ -92,23 +107,21 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
     const common = { config: { public: true }, schema: { hide: true, params: TokenParams } };
 
     pub.get('/o/:token', common, async (req, reply) => {
+      if (await overBudget(req, reply)) return reply;
       const t = token(req.params.token, 'open');
       if (!t) return notFound(reply);
-      if (await withinBudget(req)) {
-        if (!(await tracking.record('open', t.messageId, client(req)))) return notFound(reply);
-        counted.inc({ kind: 'open' });
-      }
+      if (!(await tracking.record('open', t.messageId, client(req)))) return notFound(reply);
+      counted.inc({ kind: 'open' });
       return reply.header('Cache-Control', 'no-store, max-age=0').type('image/gif').send(PIXEL);
     });
 
     pub.get('/c/:token', common, async (req, reply) => {
+      if (await overBudget(req, reply)) return reply;
       const t = token(req.params.token, 'click');
       if (!t?.url) return notFound(reply);
       const link = { link: t.link ?? 0, url: t.url };
-      if (await withinBudget(req)) {
-        if (!(await tracking.record('click', t.messageId, client(req), link))) return notFound(reply);
-        counted.inc({ kind: 'click' });
-      }
+      if (!(await tracking.record('click', t.messageId, client(req), link))) return notFound(reply);
+      counted.inc({ kind: 'click' });
       return reply
         .code(302)
         .header('Location', t.url)
@@ -118,16 +131,15 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
     });
 
     pub.get('/u/:token', common, async (req, reply) => {
+      if (await overBudget(req, reply)) return reply;
       if (!token(req.params.token, 'unsubscribe')) return notFound(reply);
       return page(reply, unsubscribePage());
     });
 
     pub.post('/u/:token', common, async (req, reply) => {
+      if (await overBudget(req, reply)) return reply;
       const t = token(req.params.token, 'unsubscribe');
       if (!t) return notFound(reply);
-      if (!(await withinBudget(req))) {
-        return reply.code(429).header('Retry-After', '1').type('text/plain; charset=utf-8').send('Too Many Requests');
-      }
       const body = typeof req.body === 'string' ? req.body : '';
       // RFC 8058: the provider POSTs exactly `List-Unsubscribe=One-Click`; our page posts `confirm=1`.
       const oneClick =
