@@ -189,6 +189,20 @@ describe('IP pools in delivery', () => {
     }
   });
 
+  it('a pool with IPv6 and IPv4 addresses sends to an IPv4-only MX from its IPv4 address', async () => {
+    const t = await createTenant(ctx, 'Shop <news@shop.test>');
+    await api(t, 'POST', '/v1/ip-pools', {
+      name: 'mixed',
+      default: true,
+      addresses: [{ address: '::1' }, { address: '127.0.0.3' }],
+    });
+    const emails = ['m1@dest.test', 'm2@dest.test', 'm3@dest.test', 'm4@dest.test'];
+    const id = await send(t, emails);
+    await until('delivered', async () => (await rows(id)).every((r) => r.state === 'delivered'));
+    expect(countBy(delivered(emails))).toEqual({ '127.0.0.3': 4 });
+    expect((await rows(id)).every((r) => r.source_address === '127.0.0.3' && r.attempt_count === 1)).toBe(true);
+  });
+
   it('an IPv6 source address is not tried toward an IPv4-only MX: deferred, saying why', async () => {
     const t = await createTenant(ctx, 'Shop <news@shop.test>');
     await api(t, 'POST', '/v1/ip-pools', { name: 'v6', default: true, addresses: [{ address: '::1' }] });
@@ -202,7 +216,7 @@ describe('IP pools in delivery', () => {
         .executeTakeFirst(),
     );
     expect(row.source_address).toBe('::1');
-    expect(row.last_response).toContain('is IPv6 like the source address ::1');
+    expect(row.last_response).toBe('no address of mx1.dest.test is of the family of the source address ::1');
     expect(rcpts.filter((r) => r.rcpt === 'v6only@dest.test')).toEqual([]);
   });
 

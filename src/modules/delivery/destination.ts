@@ -150,6 +150,16 @@ export class SiteSlots {
   }
 }
 
+/** The address families (4, 6) of a route's hosts; a host resolved only at connect time counts as both. */
+export function routeFamilies(route: Route): Set<number> {
+  const out = new Set<number>();
+  for (const h of route.hosts) {
+    if (h.addresses.length === 0) return new Set([4, 6]);
+    for (const a of h.addresses) out.add(isIP(a));
+  }
+  return out;
+}
+
 export interface OpenedSession {
   session: SmtpSession;
   host: string;

@@ -5,7 +5,7 @@ import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { RENDER_FAILED } from '../../lib/template-language.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import { attemptRecord, deferral, type OutcomeContext, outcomeOf, routeFailureOutcome } from './attempt-outcome.ts';
-import { connectRoute, type Route, type RoutingOptions, routeFor, SiteSlots } from './destination.ts';
+import { connectRoute, type Route, type RoutingOptions, routeFamilies, routeFor, SiteSlots } from './destination.ts';
 import type { Outcome } from './outcomes.ts';
 import { loadTransmission, releaseMessages } from './queue.repo.ts';
 import { FairClaimer } from './fair-claim.ts';
@@ -23,7 +23,7 @@ import type { SmtpTimeouts } from './smtp/smtp-client.ts';
 import { trackingPlan } from '../tracking/render-plan.ts';
 import type { VerpSigner } from '../inbound/verp.ts';
 import { type MailMetrics, observeRender } from '../../metrics/mail-metrics.ts';
-import { destinationOf, queueKey, type SourcePicker } from '../ip-pools/source-picker.ts';
+import { type Destination, destinationOf, queueKey, type SourcePicker } from '../ip-pools/source-picker.ts';
 
 export interface DeliveryWorkerOptions {
   workerId: string;
@@ -274,8 +274,10 @@ export class DeliveryWorker {
         for (const job of q.jobs.drain()) this.routeFailure(job, r);
         return;
       }
-      if (q.source && this.o.sources?.suspended(r.route.site, q.source)) {
-        void this.moveOff(q.jobs.drain(), r.route.site);
+      // Off an address suspended for the site, or of a family the MX hosts lack (IP pools).
+      const to = q.source && this.o.sources ? { site: r.route.site, families: routeFamilies(r.route) } : null;
+      if (to && q.source && !this.o.sources?.usableFor(to, q.source)) {
+        void this.moveOff(q.jobs.drain(), to, q.source, r.route);
         return;
       }
       const wanted = Math.min(r.route.limits.maxConnections, Math.ceil(q.jobs.length / 10));
@@ -512,16 +514,34 @@ export class DeliveryWorker {
     return full;
   }
 
-  /** Jobs queued on a source address suspended for `site`: another address, or back in the queue. */
-  private async moveOff(jobs: Job[], site: string): Promise<void> {
+  /** Jobs queued on a source address that cannot send to `to`: another address, or back in the queue. */
+  private async moveOff(jobs: Job[], to: Destination, from: string, route: Route): Promise<void> {
     if (jobs.length === 0 || !this.o.sources) return;
     const { ready, waiting } = await this.o.sources.moveOff(
       jobs.map((j) => j.msg),
-      site,
+      to,
     );
     this.inflight -= waiting.length;
     for (const m of waiting) this.settled(m.tenant_id, 1);
-    await this.dispatch(ready);
+    // Kept on `from`: no address of theirs reaches the MX hosts' families. Queued again they would
+    // come straight back here, so the attempt is deferred with the reason (the retry schedule runs).
+    const byId = new Map(jobs.map((j) => [j.msg.id, j]));
+    const moved = ready.filter((m) => m.source_address !== from);
+    const response = `no address of ${route.hosts.map((h) => h.host).join(', ')} is of the family of the source address ${from}`;
+    const failure = {
+      ok: false as const,
+      permanent: false,
+      response,
+      tls: false,
+      transcript: [],
+      stage: 'connect' as const,
+    };
+    const attempt = attemptRecord(new Date().toISOString(), failure, route.hosts[0]?.host ?? null, null, route);
+    for (const m of ready) {
+      const job = byId.get(m.id);
+      if (m.source_address === from && job) this.defer(job, attempt, response);
+    }
+    await this.dispatch(moved);
   }
 
   private complete(o: Outcome): void {

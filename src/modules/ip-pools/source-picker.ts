@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { dialectSql, runSql } from '../../db/dialect.ts';
 import type { Database } from '../../db/index.ts';
@@ -22,6 +23,13 @@ export interface SourceSuspensions {
 }
 
 export const noSuspensions: SourceSuspensions = { suspendedUntil: () => null };
+
+/** Where a domain queue's messages go: the site, and the address families its MX hosts have. */
+export interface Destination {
+  site: string;
+  /** 4 and/or 6; a host without resolved addresses counts as both. */
+  families: ReadonlySet<number>;
+}
 
 interface Member {
   address: string;
@@ -117,15 +125,24 @@ export class SourcePicker {
     return until !== null && until > this.clock.now();
   }
 
+  /** True when `address` can send to `to` now: not suspended there, and of a family it has. */
+  usableFor(to: Destination, address: string): boolean {
+    return to.families.has(isIP(address)) && !this.suspended(to.site, address);
+  }
+
   /** Picks addresses for a claimed batch; returns the messages to send now (others were put back). */
   async assign(claimed: MessagesTable[]): Promise<MessagesTable[]> {
     if (!this.enabled || claimed.length === 0) return claimed;
     return (await this.decide(claimed, null)).ready;
   }
 
-  /** Messages queued on an address now suspended for `site`: re-picked without it, or put back. */
-  async moveOff(msgs: MessagesTable[], site: string): Promise<{ ready: MessagesTable[]; waiting: MessagesTable[] }> {
-    return this.decide(msgs, site);
+  /**
+   * Messages queued on an address that cannot send to `to` (suspended there, or of a family its MX
+   * hosts lack): re-picked without it, or put back until a suspension or cap ends. When only the
+   * family rules every address out, they keep theirs (the attempt then says why).
+   */
+  async moveOff(msgs: MessagesTable[], to: Destination): Promise<{ ready: MessagesTable[]; waiting: MessagesTable[] }> {
+    return this.decide(msgs, to);
   }
 
   /** Sync bounces count against the address's warmup day (async ones: src/modules/inbound). */
@@ -136,7 +153,7 @@ export class SourcePicker {
     );
   }
 
-  private async decide(msgs: MessagesTable[], site: string | null) {
+  private async decide(msgs: MessagesTable[], to: Destination | null) {
     const ready: MessagesTable[] = [];
     const waiting: MessagesTable[] = [];
     const moved = new Map<string, string[]>();
@@ -148,7 +165,7 @@ export class SourcePicker {
       for (const msg of msgs) {
         let d: Decision;
         try {
-          d = await this.pick(table, msg, site);
+          d = await this.pick(table, msg, to);
         } catch (err) {
           // Warmup slots could not be counted: not sent now (the lease brings it back), so a
           // database hiccup never lets an address pass its cap.
@@ -178,8 +195,12 @@ export class SourcePicker {
     return { ready, waiting: [...waiting, ...failed] };
   }
 
-  private async pick(table: Table, msg: MessagesTable, site: string | null): Promise<Decision> {
-    const usable = (a: string) => this.configured.includes(a) && !(site !== null && this.suspended(site, a));
+  private async pick(table: Table, msg: MessagesTable, to: Destination | null): Promise<Decision> {
+    const site = to?.site ?? null;
+    const usable = (a: string) => this.configured.includes(a) && (to === null || this.usableFor(to, a));
+    // Nothing usable for the destination, and no suspension or cap to wait for: keep the address.
+    const keep = (): Decision =>
+      msg.source_address ? { kind: 'send', address: msg.source_address } : { kind: 'none' };
     let waitUntil = Number.POSITIVE_INFINITY;
     const take = async (address: string): Promise<boolean> => {
       const policy = table.warmup.get(address);
@@ -213,15 +234,18 @@ export class SourcePicker {
     if (first && sawMember) {
       // Every address of the pool chain is capped or suspended: wait for the first to free up.
       if (waitUntil === Number.POSITIVE_INFINITY && site !== null) waitUntil = this.suspensionEnd(table, first, site);
+      if (waitUntil === Number.POSITIVE_INFINITY && to !== null) return keep();
       return this.wait(waitUntil);
     }
     // No pool (or its addresses are no longer configured): any configured address.
     const all = this.configured.filter(usable).map((address) => ({ address, weight: 1, policyId: null }));
     const address = await this.fromMembers('*', all, take);
     if (address) return { kind: 'send', address };
-    if (all.length === 0 && site === null) return { kind: 'none' };
     if (waitUntil === Number.POSITIVE_INFINITY && site !== null)
-      waitUntil = Math.min(...this.configured.map((a) => this.suspensions.suspendedUntil(site, a) ?? 0));
+      waitUntil = Math.min(
+        ...this.configured.map((a) => this.suspensions.suspendedUntil(site, a) ?? Number.POSITIVE_INFINITY),
+      );
+    if (waitUntil === Number.POSITIVE_INFINITY && to !== null) return keep();
     return this.wait(waitUntil);
   }
 
