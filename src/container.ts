@@ -34,6 +34,7 @@ import { DashboardAccounts } from './modules/dashboard/accounts.service.ts';
 import { IpPoolsService } from './modules/ip-pools/ip-pools.service.ts';
 import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
 import { loadPacingData } from './modules/pacing/pacing-data.ts';
+import { loadBounceRules, installBounceRules } from './modules/delivery/bounce-rules.ts';
 import { PacingService } from './modules/pacing/pacing.service.ts';
 
 /**
@@ -121,6 +122,8 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   const domains = new DomainsService(database.db, cursors, masterKey, config);
   const rateLimiter = new RateLimiter(store);
   const ipPools = new IpPoolsService(database, cursors, config.sourceAddresses);
+  // The operator's bounce rules replace the shipped table; read at start like the pacing file.
+  if (config.bounceRulesFile) installBounceRules(loadBounceRules(config.bounceRulesFile));
   const container: Container = {
     config,
     logger,

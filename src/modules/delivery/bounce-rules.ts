@@ -1,11 +1,14 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+
 /**
- * Bounce classification as data, and the delivery retry schedule.
+ * Bounce classification as data (config/bounce-rules.yaml), and the delivery retry schedule.
  *
  * Design notes
  * - The reply class decides what happens: 4xx (or an enhanced 4.x.x) is transient and the message
  *   is deferred and retried; 5xx is a permanent failure and the message bounces. The rules only
  *   name the kind of failure (bounce type, category) and whether it proves the address bad.
- * - Rules are an ordered table, first match wins: exact RFC 3463 codes first, then wording for
+ * - Rules are an ordered table in config/bounce-rules.yaml, first match wins: exact RFC 3463 codes first, then wording for
  *   replies that carry no (or only a generic X.0.0) enhanced code, then RFC 3463 classes, then
  *   the reply-code fallback. Adding a provider quirk is adding a row, not code.
  * - Only proof of a bad address suppresses (docs/api.md "Suppressions"): 5.1.1, 5.1.2, 5.1.3, 5.1.10 and the
@@ -60,117 +63,125 @@ export interface BounceClassification {
   rule: string;
 }
 
-/** Absent or generic (X.0.0) enhanced code: the wording is all there is to go on. */
-const NO_SPECIFIC_CODE = /^(?:[245]\.0\.0)?$/;
+/** config/bounce-rules.yaml: from src/modules/delivery/ and from dist/modules/delivery/ alike. */
+export const SHIPPED_BOUNCE_RULES_FILE = new URL('../../../config/bounce-rules.yaml', import.meta.url);
 
-const BAD_MAILBOX_TEXT =
-  /user unknown|unknown user|no such user|no such (?:mailbox|recipient)|(?:mailbox|user|account|address|recipient)(?: name)? (?:does not|doesn't) exist|mailbox not found|invalid (?:mailbox|recipient)|recipient (?:not found|unknown)|user not found|not a valid (?:mailbox|recipient)|no mailbox here/i;
-const MAILBOX_FULL_TEXT =
-  /mailbox (?:is )?full|over ?quota|quota exceeded|exceeded (?:storage|quota)|insufficient storage/i;
-const SPAM_TEXT = /spam|blacklist|blocklist|block ?list|blocked|spamhaus|reputation|\brbl\b|dnsbl/i;
-const TOO_LARGE_TEXT = /too (?:large|big)|size (?:limit|exceeds)|exceeds (?:the )?(?:maximum|size)/i;
-const RATE_TEXT = /rate limit|too many (?:messages|connections|recipients)|try again later|throttl/i;
-
-/** The rule table, first match wins. Exported so operators and tests can read (or extend) it. */
-export const BOUNCE_RULES: readonly BounceRule[] = [
-  // Exact RFC 3463 codes that prove the address bad (docs/api.md "Suppressions").
-  { id: 'bad-mailbox', match: { enhanced: '5.1.1' }, bounceType: 'hard', category: 'bad_mailbox', suppress: true },
-  { id: 'bad-domain', match: { enhanced: '5.1.2' }, bounceType: 'hard', category: 'bad_domain', suppress: true },
-  { id: 'bad-syntax', match: { enhanced: '5.1.3' }, bounceType: 'hard', category: 'bad_mailbox', suppress: true },
-  { id: 'null-mx', match: { enhanced: '5.1.10' }, bounceType: 'hard', category: 'bad_domain', suppress: true },
-  { id: 'mailbox-moved', match: { enhanced: '5.1.6' }, bounceType: 'hard', category: 'bad_mailbox', suppress: false },
-  {
-    id: 'mailbox-disabled',
-    match: { enhanced: '5.2.1' },
-    bounceType: 'hard',
-    category: 'mailbox_disabled',
-    suppress: false,
-  },
-  {
-    id: 'mailbox-full',
-    match: { enhanced: /^[45]\.2\.2$/ },
-    bounceType: 'soft',
-    category: 'mailbox_full',
-    suppress: false,
-  },
-  {
-    id: 'too-large',
-    match: { enhanced: /^[45]\.(?:2\.3|3\.4)$/ },
-    bounceType: 'soft',
-    category: 'message_too_large',
-    suppress: false,
-  },
-  {
-    id: 'auth-failure',
-    match: { enhanced: /^5\.7\.(?:2[3-7])$/ },
-    bounceType: 'block',
-    category: 'authentication',
-    suppress: false,
-  },
-  {
-    id: 'spam-block',
-    match: { enhanced: '5.7', text: SPAM_TEXT },
-    bounceType: 'block',
-    category: 'spam_block',
-    suppress: false,
-  },
-  { id: 'policy-block', match: { enhanced: '5.7' }, bounceType: 'block', category: 'policy', suppress: false },
-
-  // Wording, when no specific enhanced code says otherwise.
-  {
-    id: 'text-bad-mailbox',
-    match: { enhanced: NO_SPECIFIC_CODE, text: BAD_MAILBOX_TEXT },
-    bounceType: 'hard',
-    category: 'bad_mailbox',
-    suppress: true,
-  },
-  {
-    id: 'text-mailbox-full',
-    match: { enhanced: NO_SPECIFIC_CODE, text: MAILBOX_FULL_TEXT },
-    bounceType: 'soft',
-    category: 'mailbox_full',
-    suppress: false,
-  },
-  {
-    id: 'text-too-large',
-    match: { enhanced: NO_SPECIFIC_CODE, text: TOO_LARGE_TEXT },
-    bounceType: 'soft',
-    category: 'message_too_large',
-    suppress: false,
-  },
-  {
-    id: 'text-spam-block',
-    match: { enhanced: NO_SPECIFIC_CODE, text: SPAM_TEXT },
-    bounceType: 'block',
-    category: 'spam_block',
-    suppress: false,
-  },
-  {
-    id: 'text-rate-limit',
-    match: { enhanced: NO_SPECIFIC_CODE, text: RATE_TEXT },
-    bounceType: 'soft',
-    category: 'rate_limit',
-    suppress: false,
-  },
-
-  // RFC 3463 subjects, either class.
-  { id: 'transient-policy', match: { enhanced: '4.7' }, bounceType: 'soft', category: 'policy', suppress: false },
-  { id: 'address', match: { enhanced: /^5\.1\./ }, bounceType: 'hard', category: 'bad_mailbox', suppress: false },
-  { id: 'mailbox', match: { enhanced: /^[45]\.2\./ }, bounceType: 'soft', category: 'other', suppress: false },
-  { id: 'system', match: { enhanced: /^[45]\.3\./ }, bounceType: 'soft', category: 'system', suppress: false },
-  { id: 'routing', match: { enhanced: /^[45]\.4\./ }, bounceType: 'soft', category: 'routing', suppress: false },
-  { id: 'protocol', match: { enhanced: /^[45]\.5\./ }, bounceType: 'soft', category: 'protocol', suppress: false },
-  { id: 'content', match: { enhanced: /^[45]\.6\./ }, bounceType: 'soft', category: 'content', suppress: false },
-
-  // Reply code alone.
-  { id: 'transient', match: { code: [400, 499] }, bounceType: 'soft', category: 'other', suppress: false },
-  { id: 'permanent', match: { code: [500, 599] }, bounceType: 'hard', category: 'other', suppress: false },
+const BOUNCE_TYPES: readonly BounceType[] = ['hard', 'soft', 'block'];
+const CATEGORIES: readonly BounceCategory[] = [
+  'bad_mailbox',
+  'bad_domain',
+  'mailbox_disabled',
+  'mailbox_full',
+  'message_too_large',
+  'policy',
+  'spam_block',
+  'authentication',
+  'rate_limit',
+  'routing',
+  'protocol',
+  'content',
+  'system',
+  'other',
 ];
+const RULE_FIELDS = new Set([
+  'id',
+  'enhanced',
+  'enhanced_pattern',
+  'code',
+  'text',
+  'bounce_type',
+  'category',
+  'suppress',
+]);
+
+/**
+ * Parses and checks a bounce-rules file (docs/pacing.md): the table moved out of code so that
+ * adding a provider quirk is editing a file. Anything that breaks the rules throws, naming the
+ * entry: a half-read table would classify silently wrong.
+ */
+export function parseBounceRules(text: string, source: string): BounceRule[] {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text, { uniqueKeys: true });
+  } catch (err) {
+    throw new Error(`${source}: not valid YAML: ${(err as Error).message}`);
+  }
+  const list = (doc as { rules?: unknown } | null)?.rules;
+  if (!Array.isArray(list) || list.length === 0) throw new Error(`${source}: a non-empty "rules" list is required`);
+  return list.map((raw, i) => {
+    const where = `${source}: rules[${i}]`;
+    const r = raw as Record<string, unknown>;
+    if (typeof r !== 'object' || r === null || typeof r.id !== 'string' || !r.id)
+      throw new Error(`${where}.id is required`);
+    for (const k of Object.keys(r)) if (!RULE_FIELDS.has(k)) throw new Error(`${where}: unknown field "${k}"`);
+    const regex = (field: string, flags: string) => {
+      const v = r[field];
+      if (typeof v !== 'string') throw new Error(`${where}.${field}: a regular expression (text) is required`);
+      try {
+        return new RegExp(v, flags);
+      } catch (err) {
+        throw new Error(`${where}.${field}: ${(err as Error).message}`);
+      }
+    };
+    const match: BounceRule['match'] = {};
+    if (r.enhanced !== undefined && r.enhanced_pattern !== undefined) {
+      throw new Error(`${where}: enhanced or enhanced_pattern, not both`);
+    }
+    if (r.enhanced !== undefined) {
+      if (typeof r.enhanced !== 'string' || !/^[245](?:\.\d{1,3}){0,2}$/.test(r.enhanced)) {
+        throw new Error(`${where}.enhanced: an enhanced code or its prefix, e.g. '5.1.1' or '5.7'`);
+      }
+      match.enhanced = r.enhanced;
+    }
+    if (r.enhanced_pattern !== undefined) match.enhanced = regex('enhanced_pattern', '');
+    if (r.code !== undefined) {
+      const c = r.code;
+      if (
+        !Array.isArray(c) ||
+        c.length !== 2 ||
+        !c.every((n) => Number.isInteger(n) && n >= 200 && n <= 599) ||
+        c[0] > c[1]
+      ) {
+        throw new Error(`${where}.code: [low, high] reply codes`);
+      }
+      match.code = [c[0], c[1]];
+    }
+    if (r.text !== undefined) match.text = regex('text', 'i');
+    if (!BOUNCE_TYPES.includes(r.bounce_type as BounceType))
+      throw new Error(`${where}.bounce_type: ${BOUNCE_TYPES.join(', ')}`);
+    if (!CATEGORIES.includes(r.category as BounceCategory))
+      throw new Error(`${where}.category: one of ${CATEGORIES.join(', ')}`);
+    if (typeof r.suppress !== 'boolean') throw new Error(`${where}.suppress: true or false`);
+    return {
+      id: r.id,
+      match,
+      bounceType: r.bounce_type as BounceType,
+      category: r.category as BounceCategory,
+      suppress: r.suppress,
+    };
+  });
+}
+
+/** Reads a bounce-rules file (the shipped one when `path` is null). */
+export function loadBounceRules(path: string | null): BounceRule[] {
+  return parseBounceRules(readFileSync(path ?? SHIPPED_BOUNCE_RULES_FILE, 'utf8'), path ?? 'config/bounce-rules.yaml');
+}
+
+/** The shipped table, first match wins. Exported so operators and tests can read (or extend) it. */
+export const BOUNCE_RULES: readonly BounceRule[] = loadBounceRules(null);
+
+/** The table classifyBounce uses by default: the shipped one, or the operator's (installBounceRules). */
+let activeRules: readonly BounceRule[] = BOUNCE_RULES;
+
+/** Installs the operator's table (POSTYARD_BOUNCE_RULES_FILE), read at start. */
+export function installBounceRules(rules: readonly BounceRule[]): void {
+  activeRules = rules;
+}
 
 const ENHANCED_RE = /^([245])\.(\d{1,3})\.(\d{1,3})$/;
 
 /** Classifies a failed SMTP reply (or DSN status). Without any code the failure counts as transient. */
-export function classifyBounce(input: BounceInput, rules: readonly BounceRule[] = BOUNCE_RULES): BounceClassification {
+export function classifyBounce(input: BounceInput, rules: readonly BounceRule[] = activeRules): BounceClassification {
   const enhanced = input.enhancedCode && ENHANCED_RE.test(input.enhancedCode) ? input.enhancedCode : '';
   const text = input.text ?? '';
   // The reply code is normative; the enhanced code stands in for it when a DSN gives only that.
