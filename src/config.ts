@@ -49,6 +49,11 @@ export interface Config {
   relayUrl: string | null;
   /** POSTYARD_PACING_FILE: the operator's site limits and automation rules; null = config/pacing.yaml. */
   pacingFile: string | null;
+  /**
+   * POSTYARD_PACING (default true): rate limits and automation rules on. false: only the
+   * per-site connection limits (for benchmarks and troubleshooting; docs/pacing.md).
+   */
+  pacing: boolean;
   /** POSTYARD_BOUNCE_RULES_FILE: the operator's bounce rules; null = config/bounce-rules.yaml. */
   bounceRulesFile: string | null;
   /** PEM file of CA certificates trusted besides Node's bundled roots (relay, MX and MTA-STS checks). */
@@ -357,6 +362,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     relayUrl,
     pacingFile: str(env, 'POSTYARD_PACING_FILE') ?? null,
+    pacing: bool(env, 'POSTYARD_PACING', true),
     bounceRulesFile: str(env, 'POSTYARD_BOUNCE_RULES_FILE') ?? null,
     extraCaFile,
     mtaStsPort: int(env, 'POSTYARD_MTA_STS_PORT', 443, 1, 65535),

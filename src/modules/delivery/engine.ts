@@ -61,7 +61,7 @@ export function createDeliveryWorker(
     metrics: mailMetrics(c.metrics),
     // Source addresses (IP pools, warmup), moved off addresses pacing suspended (docs/ip-pools.md).
     sources: c.config.sourceAddresses.length ? createSourcePicker(c, workerId, { suspensions: c.pacing }) : null,
-    pacing: c.pacing,
+    pacing: c.config.pacing ? c.pacing : null,
     ...overrides,
   });
 }
