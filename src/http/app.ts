@@ -1,6 +1,5 @@
 import './types.ts';
 import multipart from '@fastify/multipart';
-import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -14,6 +13,7 @@ import { installInputGuard } from './input-guard.ts';
 import { httpServerOptions } from './server-options.ts';
 import { installAuth } from './plugins/auth.ts';
 import { installMetrics } from './plugins/metrics.ts';
+import { installOpenApi } from './openapi/index.ts';
 import { installRateLimit } from './plugins/rate-limit.ts';
 import { genRequestId } from './plugins/request-id.ts';
 import { ErrorBody } from './schemas.ts';
@@ -72,20 +72,8 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
 
   installErrorHandler(app);
   app.addSchema(ErrorBody);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Postyard API',
-        version: '1.0.0',
-        description: 'Send email over HTTP and SMTP. See docs/api.md for the full reference.',
-      },
-      servers: [{ url: '/' }],
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'pyk_...' } } },
-      security: [{ bearer: [] }],
-    },
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
-  });
+  // The OpenAPI document and the /docs reference page (src/http/openapi/).
+  await installOpenApi(app);
   await app.register(multipart, {
     limits: { fileSize: c.config.importLimitBytes, files: 1, fields: 10, parts: 20 },
   });

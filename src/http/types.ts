@@ -1,4 +1,5 @@
 import type { AuthContext } from '../modules/api-keys/api-keys.service.ts';
+import type { RouteDocs } from './openapi/enrich.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -8,6 +9,8 @@ declare module 'fastify' {
     public?: boolean;
     /** Accepts multipart/form-data besides JSON. */
     multipart?: boolean;
+    /** Examples and extra error codes for the OpenAPI document (src/http/openapi/enrich.ts). */
+    openapi?: RouteDocs;
   }
   interface FastifyRequest {
     auth: AuthContext | null;

@@ -39,7 +39,7 @@ const ROOT = join(import.meta.dirname, '../..');
 const md = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
 const doc = (await fetchOpenApiDocument()) as unknown as Doc;
 const all = sections(md);
-const COMMON_STATUSES = new Set(['200', '201', '202', '204', '400', '401', '403', '429', '500']);
+const COMMON_STATUSES = new Set(['200', '201', '202', '204', '400', '401', '403', '429', '500', '503']);
 const LIMIT_KEYWORDS = [
   'minLength',
   'maxLength',

@@ -29,6 +29,7 @@ export function registerApiKeyRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['API keys'],
+        operationId: 'apiKeys.create',
         summary: 'Create an API key (the raw key is returned once)',
         headers: IdempotencyHeader,
         body: Type.Object(
@@ -62,6 +63,7 @@ export function registerApiKeyRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['API keys'],
+        operationId: 'apiKeys.list',
         summary: 'List API keys (never the raw key)',
         querystring: Type.Object(PageQuery),
         response: { 200: pageOf(ApiKey), ...errorResponses() },
@@ -79,6 +81,7 @@ export function registerApiKeyRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['API keys'],
+        operationId: 'apiKeys.delete',
         summary: 'Delete (revoke) an API key',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404) },

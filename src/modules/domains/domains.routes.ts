@@ -38,9 +38,13 @@ export function registerDomainRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/sending-domains',
     {
-      config: { scopes: SCOPE },
+      config: {
+        scopes: SCOPE,
+        openapi: { errors: ['domain_limit_reached'], request: { domain: 'mail.example.com' } },
+      },
       schema: {
         tags: TAGS,
+        operationId: 'sendingDomains.create',
         summary: 'Add a sending domain (makes its DKIM key and lists the DNS records to publish)',
         headers: IdempotencyHeader,
         body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
@@ -63,6 +67,7 @@ export function registerDomainRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'sendingDomains.list',
         summary: 'List sending domains',
         querystring: Type.Object(PageQuery),
         response: { 200: pageOf(SendingDomain), ...errorResponses() },
@@ -80,6 +85,7 @@ export function registerDomainRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'sendingDomains.get',
         summary: 'Get a sending domain with its DNS records',
         params: IdParams,
         response: { 200: SendingDomain, ...errorResponses(404) },
@@ -94,6 +100,7 @@ export function registerDomainRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'sendingDomains.delete',
         summary: 'Delete a sending domain and its DKIM key',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404) },
@@ -111,6 +118,7 @@ export function registerDomainRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'sendingDomains.verify',
         summary: 'Check the DNS records now and update the statuses',
         params: IdParams,
         response: { 200: SendingDomain, ...errorResponses(404) },

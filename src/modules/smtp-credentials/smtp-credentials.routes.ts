@@ -27,6 +27,7 @@ export function registerSmtpCredentialRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['SMTP credentials'],
+        operationId: 'smtpCredentials.create',
         summary: 'Create SMTP credentials (the password is returned once)',
         headers: IdempotencyHeader,
         body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
@@ -51,6 +52,7 @@ export function registerSmtpCredentialRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['SMTP credentials'],
+        operationId: 'smtpCredentials.list',
         summary: 'List SMTP credentials (never the password)',
         querystring: Type.Object(PageQuery),
         response: { 200: pageOf(SmtpCredential), ...errorResponses() },
@@ -68,6 +70,7 @@ export function registerSmtpCredentialRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['SMTP credentials'],
+        operationId: 'smtpCredentials.delete',
         summary: 'Delete SMTP credentials',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404) },

@@ -98,6 +98,20 @@ export function registerSuppressionRoutes(app: TypedApp, c: Container) {
       config: {
         scopes: SCOPE,
         multipart: true,
+        openapi: {
+          request: {
+            items: [
+              {
+                identifier: 'ann@example.com',
+                type: 'email',
+                reason_category: 'manual',
+                description: 'asked by phone',
+              },
+              { identifier: 'old-domain.example', type: 'domain', reason_category: 'manual' },
+            ],
+          },
+          responses: { 200: { created: 2, updated: 0 } },
+        },
         // Validation only knows the JSON body (a multipart request has no parsed body to check);
         // the document describes both.
         swaggerTransform: ({ schema, url }) => ({
@@ -115,6 +129,7 @@ export function registerSuppressionRoutes(app: TypedApp, c: Container) {
       },
       schema: {
         tags: ['Suppressions'],
+        operationId: 'suppressions.upsert',
         summary: 'Add or update suppressions (JSON, all or nothing) or import a CSV file (multipart)',
         description:
           `JSON: {"items":[...]} with 1 to ${MAX_UPSERT_ITEMS} items, upserted in one transaction; one bad item ` +
@@ -145,6 +160,7 @@ export function registerSuppressionRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['Suppressions'],
+        operationId: 'suppressions.list',
         summary: 'List suppressions, newest first',
         querystring: SuppressionsQuery,
         response: { 200: pageOf(Suppression), ...errorResponses() },
@@ -161,6 +177,7 @@ export function registerSuppressionRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['Suppressions'],
+        operationId: 'suppressions.get',
         summary: 'Get a suppression',
         params: IdParams,
         response: { 200: Suppression, ...errorResponses(404) },
@@ -175,6 +192,7 @@ export function registerSuppressionRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: ['Suppressions'],
+        operationId: 'suppressions.delete',
         summary: 'Delete a suppression (sending to it is allowed again)',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404) },

@@ -28,6 +28,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.create',
         summary: 'Create a template (saved as version 1 of its draft)',
         headers: IdempotencyHeader,
         body: CreateTemplateBody,
@@ -50,6 +51,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.list',
         summary: 'List templates, newest first',
         querystring: Type.Object(PageQuery),
         response: { 200: pageOf(TemplateRef), ...errorResponses() },
@@ -67,6 +69,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.get',
         summary: 'Get a template with its draft and published versions',
         params: IdParams,
         response: { 200: TemplateRef, ...errorResponses(404) },
@@ -81,6 +84,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.update',
         summary: 'Save a new draft version; fields not sent are carried over from the latest draft',
         params: IdParams,
         body: UpdateTemplateBody,
@@ -96,6 +100,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.delete',
         summary: 'Delete a template and its versions (mail already accepted is not affected)',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404) },
@@ -113,6 +118,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.publish',
         summary: 'Publish the draft: sends by template_id use it from now on',
         params: IdParams,
         response: { 200: TemplateRef, ...errorResponses(404) },
@@ -127,6 +133,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.versions',
         summary: 'Every saved version of a template, newest first',
         params: IdParams,
         querystring: Type.Object(PageQuery),
@@ -145,6 +152,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'templates.preview',
         summary: 'Render the published (or draft) version with sample data',
         params: IdParams,
         body: PreviewBody,

@@ -74,6 +74,7 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
       config: { scopes: SCOPE },
       schema: {
         tags: ['Tracking'],
+        operationId: 'trackingSettings.get',
         summary: "Get the tenant's tracking defaults per mail type",
         response: { 200: Settings, ...errorResponses() },
       },
@@ -87,6 +88,7 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
       config: { scopes: SCOPE },
       schema: {
         tags: ['Tracking'],
+        operationId: 'trackingSettings.update',
         summary: "Change the tenant's tracking defaults (fields not given keep their value)",
         body: SettingsPatch,
         response: { 200: Settings, ...errorResponses(422) },

@@ -7,6 +7,7 @@ import { yieldToLoop } from '../../lib/pacer.ts';
 import { errorResponses, IdempotencyHeader, IdParams } from '../../http/schemas.ts';
 import { AcceptedTransmission, MessageView, TransmissionBody, TransmissionView } from './transmissions.schema.ts';
 import { validateTransmission } from './transmissions.validate.ts';
+import { GET_DOCS, MESSAGE_DOCS, SEND_DOCS } from './transmissions.examples.ts';
 
 const READ_SCOPES = ['send:transmissions', 'read:events'] as const;
 
@@ -14,9 +15,10 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/transmissions',
     {
-      config: { scopes: ['send:transmissions'] },
+      config: { scopes: ['send:transmissions'], openapi: SEND_DOCS },
       schema: {
         tags: ['Transmissions'],
+        operationId: 'transmissions.send',
         summary: 'Accept a transmission for delivery (202 means durably stored, not delivered)',
         headers: IdempotencyHeader,
         body: TransmissionBody,
@@ -46,9 +48,10 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/transmissions/:id',
     {
-      config: { scopes: READ_SCOPES },
+      config: { scopes: READ_SCOPES, openapi: GET_DOCS },
       schema: {
         tags: ['Transmissions'],
+        operationId: 'transmissions.get',
         summary: 'A transmission with its per-recipient messages and their states',
         params: IdParams,
         response: { 200: TransmissionView, ...errorResponses(404) },
@@ -60,9 +63,10 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/messages/:id',
     {
-      config: { scopes: READ_SCOPES },
+      config: { scopes: READ_SCOPES, openapi: MESSAGE_DOCS },
       schema: {
         tags: ['Transmissions'],
+        operationId: 'messages.get',
         summary: 'One message with its state and every delivery attempt (with SMTP transcript)',
         params: IdParams,
         response: { 200: MessageView, ...errorResponses(404) },

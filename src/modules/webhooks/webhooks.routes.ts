@@ -54,9 +54,20 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/webhooks',
     {
-      config: { scopes: SCOPE },
+      config: {
+        scopes: SCOPE,
+        openapi: {
+          request: {
+            url: 'https://hooks.example.com/postyard',
+            name: 'Order system',
+            events: ['message.delivered', 'message.bounced', 'message.complained'],
+            dispatch_policy: 'single',
+          },
+        },
+      },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.create',
         summary: 'Create a webhook (the signing secret is returned once)',
         headers: IdempotencyHeader,
         body: CreateWebhookBody,
@@ -83,6 +94,7 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.list',
         summary: 'List webhooks',
         querystring: Type.Object(PageQuery),
         response: { 200: pageOf(WebhookRef), ...errorResponses() },
@@ -100,6 +112,7 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.get',
         summary: 'Get a webhook',
         params: IdParams,
         response: { 200: WebhookRef, ...errorResponses(404) },
@@ -114,6 +127,7 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.update',
         summary: 'Update a webhook; enabled:true re-activates a disabled one (seen by every node within 5 s)',
         params: IdParams,
         body: UpdateWebhookBody,
@@ -129,6 +143,7 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.delete',
         summary: 'Delete a webhook, its queue and its delivery log',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404) },
@@ -146,6 +161,7 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.rotateSecret',
         summary: 'Make a new signing secret; the old one keeps signing beside it for 24 h',
         params: IdParams,
         response: { 200: RotatedSecret, ...errorResponses(404) },
@@ -160,6 +176,7 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.test',
         summary: 'Send a webhook.test event now and report the outcome',
         params: IdParams,
         headers: IdempotencyHeader,
@@ -182,6 +199,7 @@ export function registerWebhookRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
+        operationId: 'webhooks.deliveries',
         summary: 'Delivery attempts of a webhook, newest first',
         params: IdParams,
         querystring: Type.Object(PageQuery),

@@ -1,0 +1,104 @@
+/**
+ * An example value for a JSON Schema of the OpenAPI document, for the operations whose module
+ * gives none of its own (route config `openapi`): the schema's own `examples`/`default`/`enum`
+ * first, then a value that fits its type, format and bounds, named after the property where
+ * that says more (`*_at` a timestamp, `id` a UUID, `email` an address). Every example the
+ * document carries is checked against its schema by Redocly's lint (npm run lint:openapi).
+ */
+type Schema = Record<string, unknown>;
+
+const NOW = '2026-11-26T10:00:00.000Z';
+const UUID = '0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90';
+
+function byName(name: string): unknown {
+  if (name === 'id' || name.endsWith('_id')) return UUID;
+  if (name.endsWith('_at') || name === 'from' || name === 'to') return NOW;
+  if (name === 'email' || name === 'recipient' || name === 'identifier') return 'ann@example.com';
+  if (name === 'url') return 'https://hooks.example.com/postyard';
+  if (name === 'domain' || name === 'name') return name === 'domain' ? 'mail.example.com' : 'example';
+  if (name === 'cursor' || name === 'next_cursor') return null;
+  return undefined;
+}
+
+function stringFor(s: Schema, name: string): string {
+  const named = byName(name);
+  if (typeof named === 'string') return named;
+  switch (s.format) {
+    case 'date-time':
+      return NOW;
+    case 'uuid':
+      return UUID;
+    case 'email':
+      return 'ann@example.com';
+    case 'uri':
+    case 'url':
+      return 'https://example.com/';
+    case 'date':
+      return NOW.slice(0, 10);
+  }
+  const min = typeof s.minLength === 'number' ? s.minLength : 0;
+  const text = name ? name.replace(/_/g, ' ') : 'text';
+  return text.length >= min ? text : text.padEnd(min, 'x');
+}
+
+export function exampleOf(
+  schema: unknown,
+  resolve: (ref: string) => unknown,
+  opts: { requiredOnly?: boolean; name?: string; depth?: number } = {},
+): unknown {
+  const name = opts.name ?? '';
+  const depth = opts.depth ?? 0;
+  if (!schema || typeof schema !== 'object' || depth > 12) return null;
+  const s = schema as Schema;
+  if (typeof s.$ref === 'string') return exampleOf(resolve(s.$ref), resolve, opts);
+  if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0];
+  if (s.example !== undefined) return s.example;
+  if (s.const !== undefined) return s.const;
+  if (s.default !== undefined) return s.default;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const list = s[key];
+    if (Array.isArray(list) && list.length > 0) {
+      // A nullable field shows its value, not null.
+      const pick = list.find((x) => (x as Schema)?.type !== 'null') ?? list[0];
+      return exampleOf(pick, resolve, { ...opts, depth: depth + 1 });
+    }
+  }
+  if (Array.isArray(s.allOf)) {
+    return Object.assign({}, ...s.allOf.map((x) => exampleOf(x, resolve, { ...opts, depth: depth + 1 }) as object));
+  }
+  const type = Array.isArray(s.type) ? (s.type.find((t) => t !== 'null') ?? s.type[0]) : s.type;
+  switch (type) {
+    case 'object': {
+      const props = (s.properties ?? {}) as Record<string, unknown>;
+      const required = new Set(Array.isArray(s.required) ? (s.required as string[]) : []);
+      const out: Record<string, unknown> = {};
+      for (const [key, sub] of Object.entries(props)) {
+        if (opts.requiredOnly && !required.has(key)) continue;
+        out[key] = exampleOf(sub, resolve, { ...opts, name: key, depth: depth + 1 });
+      }
+      return out;
+    }
+    case 'array': {
+      const n = Math.max(1, typeof s.minItems === 'number' ? s.minItems : 1);
+      return Array.from({ length: n }, () =>
+        exampleOf(s.items, resolve, { ...opts, name: name.replace(/s$/, ''), depth: depth + 1 }),
+      );
+    }
+    case 'string':
+      return stringFor(s, name);
+    case 'integer':
+    case 'number': {
+      const min =
+        typeof s.minimum === 'number' ? s.minimum : typeof s.exclusiveMinimum === 'number' ? s.exclusiveMinimum + 1 : 1;
+      const max = typeof s.maximum === 'number' ? s.maximum : Number.POSITIVE_INFINITY;
+      return Math.min(Math.max(min, 1), max);
+    }
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+  }
+  const named = byName(name);
+  return named === undefined ? {} : named;
+}
