@@ -22,7 +22,7 @@ const AUTO_SUBJECT =
 const CHALLENGE_TEXT =
   /(?:confirm|verify) (?:that you are|you are a) (?:human|real person|sender)|please (?:confirm|verify) your (?:message|e-?mail)|challenge[- ]response|whitelist (?:request|verification)/i;
 
-/** Header lookup as mailparser gives it (lower-case names, structured values). */
+/** Header lookup by lower-case name (mime-walk.ts gives strings; structured values are read too). */
 type Headers = Map<string, unknown>;
 
 function value(headers: Headers, name: string): string {

@@ -1,11 +1,11 @@
-import { type ParsedMail, simpleParser } from 'mailparser';
 import { addressField, diagnosticText, parseFieldGroups, smtpFigures } from './delivery-status.ts';
 import { looksLikeAutoReply, looksLikeBounce, plainBounce } from './heuristics.ts';
+import { type WalkedMessage, walkMessage } from './mime-walk.ts';
 
 /**
  * What an inbound message is: a DSN (RFC 3464, or a plain-text bounce read heuristically), an
- * ARF complaint (RFC 5965), an auto-reply, or something else. Pure: no database, no I/O besides
- * mailparser reading the bytes.
+ * ARF complaint (RFC 5965), an auto-reply, or something else. Pure: no database, no I/O; the
+ * MIME is walked by mime-walk.ts (mailsplit), decoding only the parts read here.
  */
 export interface RecipientStatus {
   /** Final-Recipient (else Original-Recipient); null when a plain-text bounce names none. */
@@ -53,33 +53,23 @@ export function findReferences(text: string): References {
   return { tokens: [...tokens], messageIds: [...messageIds] };
 }
 
-function headerText(mail: ParsedMail, name: string): string {
-  const v = mail.headers.get(name);
-  if (v === undefined || v === null) return '';
-  if (typeof v === 'string') return v;
-  if (typeof v === 'object' && 'value' in v && typeof (v as { value: unknown }).value === 'string') {
-    return (v as { value: string }).value;
-  }
-  if (typeof v === 'object' && 'text' in v) return String((v as { text: unknown }).text);
-  return String(v);
-}
-
-function reportType(mail: ParsedMail): string | null {
-  const ct = mail.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
-  if (ct?.value?.toLowerCase() !== 'multipart/report') return null;
-  return ct.params?.['report-type']?.toLowerCase() ?? '';
-}
-
-const partOf = (mail: ParsedMail, type: string) =>
-  mail.attachments.find((a) => a.contentType.toLowerCase() === type)?.content.toString('utf8');
+const partOf = (mail: WalkedMessage, types: string[]) => mail.parts.find((p) => types.includes(p.type))?.text;
 
 /** The returned message (or its headers) inside a report, as text. */
-function returnedPart(mail: ParsedMail): string {
-  const parts = mail.attachments.filter((a) =>
-    ['message/rfc822', 'text/rfc822-headers', 'message/rfc822-headers'].includes(a.contentType.toLowerCase()),
-  );
-  return parts.map((p) => p.content.subarray(0, SCAN_CHARS).toString('utf8')).join('\r\n');
+function returnedPart(mail: WalkedMessage): string {
+  return mail.parts
+    .filter((p) => RETURNED.includes(p.type))
+    .map((p) => p.text.slice(0, SCAN_CHARS))
+    .join('\r\n');
 }
+
+const RETURNED = [
+  'message/rfc822',
+  'message/global',
+  'text/rfc822-headers',
+  'message/rfc822-headers',
+  'message/global-headers',
+];
 
 function recipientsOf(statusText: string): RecipientStatus[] {
   const groups = parseFieldGroups(statusText.slice(0, SCAN_CHARS));
@@ -106,29 +96,22 @@ function recipientsOf(statusText: string): RecipientStatus[] {
 }
 
 export async function parseInbound(raw: Buffer): Promise<InboundReport> {
-  const mail = await simpleParser(raw, {
-    keepDeliveryStatus: true,
-    skipHtmlToText: false,
-    skipTextToHtml: true,
-    skipImageLinks: true,
-    skipTextLinks: true,
-    maxHtmlLengthToParse: SCAN_CHARS,
-  });
-  const type = reportType(mail);
+  const mail = await walkMessage(raw);
+  const type = mail.contentType === 'multipart/report' ? (mail.reportType ?? '') : null;
   // A report is a report whatever else its headers say (MTAs mark DSNs Auto-Submitted).
   if (type === 'delivery-status') {
-    const status = partOf(mail, 'message/delivery-status');
+    const status = partOf(mail, ['message/delivery-status', 'message/global-delivery-status']);
     const refs = findReferences(returnedPart(mail));
     if (status !== undefined) {
       const recipients = recipientsOf(status);
       if (recipients.length > 0) return { kind: 'dsn', standard: true, recipients, refs };
     }
     // A report without a readable status part: read its text like a plain bounce.
-    const text = `${mail.text ?? ''}\n${status ?? ''}`;
+    const text = `${mail.text}\n${status ?? ''}`;
     return { kind: 'dsn', standard: false, recipients: [plainBounce(text)], refs };
   }
   if (type === 'feedback-report') {
-    const feedback = (partOf(mail, 'message/feedback-report') ?? '').slice(0, SCAN_CHARS);
+    const feedback = (partOf(mail, ['message/feedback-report']) ?? '').slice(0, SCAN_CHARS);
     const fields = parseFieldGroups(feedback)[0];
     return {
       kind: 'complaint',
@@ -137,12 +120,12 @@ export async function parseInbound(raw: Buffer): Promise<InboundReport> {
       recipient: addressField(fields?.get('original-rcpt-to')),
       // The returned message may be an attachment or (Content-Disposition: inline) the text;
       // Original-Mail-From in the report itself carries our token too.
-      refs: findReferences(`${returnedPart(mail)}\r\n${feedback}\r\n${(mail.text ?? '').slice(0, SCAN_CHARS)}`),
+      refs: findReferences(`${returnedPart(mail)}\r\n${feedback}\r\n${mail.text.slice(0, SCAN_CHARS)}`),
     };
   }
-  const text = (mail.text ?? '').slice(0, SCAN_CHARS);
+  const text = mail.text.slice(0, SCAN_CHARS);
   const refs = findReferences(`${text}\r\n${returnedPart(mail)}`);
-  const head = { from: headerText(mail, 'from'), subject: mail.subject ?? '' };
+  const head = { from: mail.headers.get('from') ?? '', subject: mail.subject };
   if (looksLikeBounce(head, text)) return { kind: 'dsn', standard: false, recipients: [plainBounce(text)], refs };
   if (looksLikeAutoReply(mail.headers, head.subject, text)) return { kind: 'auto_reply', refs };
   return { kind: 'other', refs };

@@ -56,7 +56,7 @@ export async function startInboundServer(c: Container, opts: InboundOptions = {}
   const verp = new VerpSigner(c.masterKey);
   const tracking = new TrackingService(c.groupCommit, c.suppressions);
   const trackingKey = deriveTokenKey(c.masterKey);
-  const service = new InboundService(c.database, c.groupCommit, c.suppressions, verp, c.metrics, log, tracking);
+  const service = new InboundService(c.groupCommit, c.suppressions, verp, c.metrics, log, tracking);
   const limits = new SmtpLimits(c);
   const tls = await resolveTls(cfg, log);
   // Targets decided at RCPT, per transaction (smtp-server starts a new envelope object for each).

@@ -339,4 +339,38 @@ export class SuppressionsService {
     if (!row) throw new Error('suppression vanished after upsert');
     return toView(row);
   }
+
+  /**
+   * addAutomatic for many suppressions of one tenant (scope `all`), in one statement and without
+   * reading them back: the inbound listener's batches of asynchronous bounces and complaints
+   * (src/modules/inbound/report-batch.ts). The same address twice keeps the last, as one call
+   * after another would (one upsert may not touch a row twice on PostgreSQL).
+   */
+  async addAutomaticMany(
+    db: Executor,
+    tenantId: string,
+    inputs: readonly {
+      identifier: string;
+      reason_category: ReasonCategory;
+      source: SuppressionSource;
+      description?: string | null;
+    }[],
+  ): Promise<void> {
+    const encoded = new Map<string, string>();
+    for (const input of inputs) {
+      const res = checkItem(
+        {
+          identifier: input.identifier,
+          type: 'email',
+          reason_category: input.reason_category,
+          description: input.description?.replace(/\0/g, '').slice(0, MAX_DESCRIPTION_CHARS) ?? null,
+          scope: 'all',
+        },
+        input.source,
+      );
+      if ('field' in res) throw validationError([{ field: res.field, message: res.message }]);
+      encoded.set(identityKey(res.type, res.identifier), encode(res));
+    }
+    if (encoded.size) await upsertSuppressions(db, tenantId, [...encoded.values()], nowIso(), { count: false });
+  }
 }
