@@ -12,4 +12,11 @@ export const DOMAIN_ROUTES: RouteSpec[] = [
   { method: 'GET', path: '/v1/sending-domains/:id', scopes: DOMAINS, makeId: sendingDomainId },
   { method: 'DELETE', path: '/v1/sending-domains/:id', scopes: DOMAINS, makeId: sendingDomainId },
   { method: 'POST', path: '/v1/sending-domains/:id/verify', scopes: DOMAINS, makeId: sendingDomainId },
+  {
+    method: 'PATCH',
+    path: '/v1/sending-domains/:id',
+    scopes: DOMAINS,
+    makeId: sendingDomainId,
+    sampleBody: { tracking_hostname: null },
+  },
 ];

@@ -25,7 +25,7 @@
  */
 import { promises as dnsPromises } from 'node:dns';
 
-export type RecordPurpose = 'dkim' | 'spf' | 'return_path' | 'dmarc';
+export type RecordPurpose = 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking';
 export type RecordStatus = 'pending' | 'verified' | 'failed';
 
 export interface DnsRecord {
@@ -132,6 +132,9 @@ export class DnsChecker {
         return this.checkCname(record.name, ctx.bounceHost);
       case 'dmarc':
         return this.checkDmarc(record.name);
+      case 'tracking':
+        // A tracking host name (tracking-host.ts): a CNAME to the public URL's host.
+        return this.checkCname(record.name, record.value);
     }
   }
 

@@ -11,7 +11,13 @@ const Status = Type.Union([Type.Literal('pending'), Type.Literal('verified'), Ty
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 const DnsRecord = Type.Object({
-  purpose: Type.Union([Type.Literal('dkim'), Type.Literal('spf'), Type.Literal('return_path'), Type.Literal('dmarc')]),
+  purpose: Type.Union([
+    Type.Literal('dkim'),
+    Type.Literal('spf'),
+    Type.Literal('return_path'),
+    Type.Literal('dmarc'),
+    Type.Literal('tracking'),
+  ]),
   type: Type.Union([Type.Literal('TXT'), Type.Literal('CNAME')]),
   name: Type.String({ description: 'Fully qualified name to publish the record at.' }),
   value: Type.String(),
@@ -125,5 +131,24 @@ export function registerDomainRoutes(app: TypedApp, c: Container) {
       },
     },
     async (req) => c.domains.verify(authOf(req).tenantId, req.params.id),
+  );
+  // The tracking host name (domains/tracking-host.ts, docs/domains.md "Tracking host name").
+  app.patch(
+    '/v1/sending-domains/:id',
+    {
+      config: { scopes: SCOPE },
+      schema: {
+        tags: TAGS,
+        operationId: 'sendingDomains.setTrackingHostname',
+        summary: 'Set or remove the tracking host name (a CNAME to the public URL host, listed in dns_records)',
+        params: IdParams,
+        body: Type.Object(
+          { tracking_hostname: Type.Union([Type.String({ minLength: 1, maxLength: 253 }), Type.Null()]) },
+          { additionalProperties: false },
+        ),
+        response: { 200: SendingDomain, ...errorResponses(404, 422) },
+      },
+    },
+    async (req) => c.domains.setTrackingHostname(authOf(req).tenantId, req.params.id, req.body.tracking_hostname),
   );
 }

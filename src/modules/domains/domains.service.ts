@@ -11,6 +11,7 @@ import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
 import { generateDkimKey } from './dkim-keygen.ts';
 import { buildRecords, type CheckResult, DnsChecker, type DnsRecord, RETURN_PATH_LABEL } from './dns-records.ts';
 import { candidateDomains, normalizeDomain } from './domain-names.ts';
+import { trackingBaseFor, validTrackingHostname, verifiedTrackingHost, withTrackingHost } from './tracking-host.ts';
 import {
   countDomains,
   deleteDomain,
@@ -67,9 +68,11 @@ export interface SigningKey {
    * its CNAME is verified, else the bounce host itself (which always routes back to Postyard).
    */
   returnPathDomain: string;
+  /** Base URL of tracked links: the domain's verified tracking host name (tracking-host.ts); absent = POSTYARD_PUBLIC_URL. */
+  trackingBase?: string;
 }
 
-export type DomainsConfig = Pick<Config, 'devMode' | 'dnsServers' | 'bounceHost' | 'maxDomainsPerTenant'>;
+export type DomainsConfig = Pick<Config, 'devMode' | 'dnsServers' | 'bounceHost' | 'maxDomainsPerTenant' | 'publicUrl'>;
 
 /** How long a signing-key answer (including "none") is reused by this node. */
 const SIGNING_CACHE_MS = 10_000;
@@ -233,6 +236,9 @@ export class DomainsService {
     const row = await findDomain(this.db, tenantId, id);
     if (!row) throw notFound('Sending domain');
     const records = JSON.parse(row.records) as DnsRecord[];
+    // The tracking host name's record is the tenant's choice, not one buildRecords makes: keep it.
+    const tracking = (JSON.parse(row.records) as DnsRecord[]).find((r) => r.purpose === 'tracking');
+    if (tracking && !records.some((r) => r.purpose === 'tracking')) records.push(tracking);
     const bounceHost = records.find((r) => r.purpose === 'return_path')?.value ?? this.config.bounceHost;
     const results = await this.checker.checkAll(records, { publicKeyBase64: row.dkim_public_key, bounceHost });
     const now = nowIso();
@@ -285,6 +291,21 @@ export class DomainsService {
   }
 
   /**
+   * Sets (or with null removes) the domain's tracking host name (tracking-host.ts): its CNAME
+   * joins the domain's DNS records, pending until the next verify finds it.
+   */
+  async setTrackingHostname(tenantId: string, id: string, hostname: string | null): Promise<DomainView> {
+    const row = await findDomain(this.db, tenantId, id);
+    if (!row) throw notFound('Sending domain');
+    const host = hostname === null ? null : validTrackingHostname(row.domain, hostname, this.config.publicUrl);
+    const records = withTrackingHost(JSON.parse(row.records) as DnsRecord[], host, this.config.publicUrl);
+    const set = { records: JSON.stringify(records), updated_at: nowIso() };
+    if (!(await updateDomain(this.db, tenantId, id, set))) throw notFound('Sending domain');
+    this.invalidate(tenantId);
+    return toView({ ...row, ...set });
+  }
+
+  /**
    * The DKIM key for mail of `tenantId` whose From domain is `fromDomain`: the tenant's verified
    * domain equal to it or its nearest parent (in development mode any domain, verified or not),
    * else null. Answers are cached for SIGNING_CACHE_MS per tenant and From domain.
@@ -312,6 +333,8 @@ export class DomainsService {
         privateKeyPem: decryptSecret(this.masterKey, row.dkim_private_key),
         returnPathDomain: returnPathVerified ? row.return_path_domain : this.config.bounceHost,
       };
+      const trackingHost = verifiedTrackingHost(records);
+      if (trackingHost) value.trackingBase = trackingBaseFor(this.config.publicUrl, trackingHost);
     }
     if (!perTenant) {
       perTenant = new Map();

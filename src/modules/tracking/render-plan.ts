@@ -164,3 +164,8 @@ export function messageToken(plan: TrackingPlan, placeholder: string, messageId:
   if (!t) throw new Error('not a placeholder token');
   return signToken(plan.key, { ...t, messageId });
 }
+
+/** The plan with the sending domain's verified tracking host name as its base, when it has one. */
+export function withTrackingBase(plan: TrackingPlan | null, trackingBase: string | undefined): TrackingPlan | null {
+  return plan && trackingBase && trackingBase !== plan.base ? { ...plan, base: trackingBase } : plan;
+}

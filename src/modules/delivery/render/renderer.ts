@@ -12,6 +12,7 @@ import {
   rawHeaderLines,
   sharedTrackedParts,
   type TrackingPlan,
+  withTrackingBase,
 } from '../../tracking/render-plan.ts';
 
 /** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
@@ -20,6 +21,8 @@ export interface SigningKey {
   keySelector: string;
   privateKeyPem: string;
   returnPathDomain: string;
+  /** The domain's verified tracking host name as a base URL (domains/tracking-host.ts), if any. */
+  trackingBase?: string;
 }
 
 export type SigningKeyLookup = (tenantId: string, fromDomain: string) => Promise<SigningKey | null>;
@@ -131,7 +134,7 @@ export async function renderMessage(
   const fromDomain = tx.fromDomain ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
   const returnPathDomain = key?.returnPathDomain ?? bounceHost;
-  const plan = tx.options.tracking ?? null;
+  const plan = withTrackingBase(tx.options.tracking ?? null, key?.trackingBase);
   const envelopeFrom = `bounces+${verpToken}@${returnPathDomain}`;
   // CRLF lines only, before signing (src/lib/line-ends.ts): submission normalises already, this
   // covers messages stored before it did.
