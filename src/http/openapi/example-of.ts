@@ -10,13 +10,38 @@ type Schema = Record<string, unknown>;
 const NOW = '2026-11-26T10:00:00.000Z';
 const UUID = '0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90';
 
+/** Values that read as real ones, by property name (only used where the schema's type fits). */
+const NAMED: Record<string, string | number> = {
+  from: 'Shop <news@mail.example.com>',
+  reply_to: 'support@example.com',
+  subject: 'Your order, {{first_name}}',
+  text: 'Hello {{first_name}}, your order has shipped.',
+  html: '<p>Hello {{first_name}}, your order has shipped.</p>',
+  secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  key: 'pyk_3kT9vQm2LxW8pR4nZ6yB1cD5fG7hJ0sA2eU4iO6kM8q',
+  key_prefix: 'pyk_3kT9',
+  password: 'Vq8RkL2mXp9TzW4n',
+  username: 'smtp-0193a5b2',
+  scope: 'send:transmissions',
+  event: 'message.delivered',
+  dkim_selector: 'pyd1',
+  return_path_domain: 'bounces.mail.example.com',
+  next_cursor: 'eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln',
+  cursor: 'eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln',
+  status_code: 200,
+  duration_ms: 120,
+  version: 1,
+};
+/** Nullable properties shown as null: an example of the usual case. */
+const USUALLY_NULL = /(^error$|_reason$|^last_used_at$|^description$)/;
+
 function byName(name: string): unknown {
+  if (name in NAMED) return NAMED[name];
   if (name === 'id' || name.endsWith('_id')) return UUID;
-  if (name.endsWith('_at') || name === 'from' || name === 'to') return NOW;
+  if (name.endsWith('_at')) return NOW;
   if (name === 'email' || name === 'recipient' || name === 'identifier') return 'ann@example.com';
   if (name === 'url') return 'https://hooks.example.com/postyard';
   if (name === 'domain' || name === 'name') return name === 'domain' ? 'mail.example.com' : 'example';
-  if (name === 'cursor' || name === 'next_cursor') return null;
   return undefined;
 }
 
@@ -59,7 +84,9 @@ export function exampleOf(
   for (const key of ['anyOf', 'oneOf'] as const) {
     const list = s[key];
     if (Array.isArray(list) && list.length > 0) {
-      // A nullable field shows its value, not null.
+      // A nullable field shows its value, not null, unless null is its usual state.
+      const nullable = list.some((x) => (x as Schema)?.type === 'null');
+      if (nullable && USUALLY_NULL.test(name)) return null;
       const pick = list.find((x) => (x as Schema)?.type !== 'null') ?? list[0];
       return exampleOf(pick, resolve, { ...opts, depth: depth + 1 });
     }
@@ -89,6 +116,8 @@ export function exampleOf(
       return stringFor(s, name);
     case 'integer':
     case 'number': {
+      const named = byName(name);
+      if (typeof named === 'number') return named;
       const min =
         typeof s.minimum === 'number' ? s.minimum : typeof s.exclusiveMinimum === 'number' ? s.exclusiveMinimum + 1 : 1;
       const max = typeof s.maximum === 'number' ? s.maximum : Number.POSITIVE_INFINITY;

@@ -284,7 +284,13 @@ export interface paths {
     delete: operations['sendingDomains.delete'];
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Set or remove the tracking host name (a CNAME to the public URL host, listed in dns_records)
+     * @description Set or remove the tracking host name (a CNAME to the public URL host, listed in dns_records)
+     *
+     *     Required scope: `manage:sending-domains`.
+     */
+    patch: operations['sendingDomains.setTrackingHostname'];
     trace?: never;
   };
   '/v1/sending-domains/{id}/verify': {
@@ -1258,14 +1264,14 @@ export interface operations {
            *           "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *           "name": "example",
            *           "scopes": [
-           *             "scope"
+           *             "send:transmissions"
            *           ],
-           *           "key_prefix": "key prefix",
+           *           "key_prefix": "pyk_3kT9",
            *           "created_at": "2026-11-26T10:00:00.000Z",
-           *           "last_used_at": "2026-11-26T10:00:00.000Z"
+           *           "last_used_at": null
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -1414,12 +1420,12 @@ export interface operations {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "name": "example",
            *       "scopes": [
-           *         "scope"
+           *         "send:transmissions"
            *       ],
-           *       "key_prefix": "key prefix",
+           *       "key_prefix": "pyk_3kT9",
            *       "created_at": "2026-11-26T10:00:00.000Z",
-           *       "last_used_at": "2026-11-26T10:00:00.000Z",
-           *       "key": "key"
+           *       "last_used_at": null,
+           *       "key": "pyk_3kT9vQm2LxW8pR4nZ6yB1cD5fG7hJ0sA2eU4iO6kM8q"
            *     }
            */
           'application/json': {
@@ -1856,7 +1862,7 @@ export interface operations {
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -3370,9 +3376,9 @@ export interface operations {
            *           "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *           "domain": "mail.example.com",
            *           "status": "pending",
-           *           "status_reason": "status reason",
-           *           "dkim_selector": "dkim selector",
-           *           "return_path_domain": "return path domain",
+           *           "status_reason": null,
+           *           "dkim_selector": "pyd1",
+           *           "return_path_domain": "bounces.mail.example.com",
            *           "dns_records": [
            *             {
            *               "purpose": "dkim",
@@ -3382,7 +3388,7 @@ export interface operations {
            *               "required": true,
            *               "status": "pending",
            *               "last_checked_at": "2026-11-26T10:00:00.000Z",
-           *               "error": "error"
+           *               "error": null
            *             }
            *           ],
            *           "verified_at": "2026-11-26T10:00:00.000Z",
@@ -3390,7 +3396,7 @@ export interface operations {
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -3403,7 +3409,7 @@ export interface operations {
                 last_checked_at: string | null;
                 /** @description Fully qualified name to publish the record at. */
                 name: string;
-                purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc';
+                purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking';
                 /** @description Whether the domain can only be verified with this record (DKIM). */
                 required: boolean;
                 status: 'pending' | 'verified' | 'failed';
@@ -3540,9 +3546,9 @@ export interface operations {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "domain": "mail.example.com",
            *       "status": "pending",
-           *       "status_reason": "status reason",
-           *       "dkim_selector": "dkim selector",
-           *       "return_path_domain": "return path domain",
+           *       "status_reason": null,
+           *       "dkim_selector": "pyd1",
+           *       "return_path_domain": "bounces.mail.example.com",
            *       "dns_records": [
            *         {
            *           "purpose": "dkim",
@@ -3552,7 +3558,7 @@ export interface operations {
            *           "required": true,
            *           "status": "pending",
            *           "last_checked_at": "2026-11-26T10:00:00.000Z",
-           *           "error": "error"
+           *           "error": null
            *         }
            *       ],
            *       "verified_at": "2026-11-26T10:00:00.000Z",
@@ -3569,7 +3575,7 @@ export interface operations {
               last_checked_at: string | null;
               /** @description Fully qualified name to publish the record at. */
               name: string;
-              purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc';
+              purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking';
               /** @description Whether the domain can only be verified with this record (DKIM). */
               required: boolean;
               status: 'pending' | 'verified' | 'failed';
@@ -3730,9 +3736,9 @@ export interface operations {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "domain": "mail.example.com",
            *       "status": "pending",
-           *       "status_reason": "status reason",
-           *       "dkim_selector": "dkim selector",
-           *       "return_path_domain": "return path domain",
+           *       "status_reason": null,
+           *       "dkim_selector": "pyd1",
+           *       "return_path_domain": "bounces.mail.example.com",
            *       "dns_records": [
            *         {
            *           "purpose": "dkim",
@@ -3742,7 +3748,7 @@ export interface operations {
            *           "required": true,
            *           "status": "pending",
            *           "last_checked_at": "2026-11-26T10:00:00.000Z",
-           *           "error": "error"
+           *           "error": null
            *         }
            *       ],
            *       "verified_at": "2026-11-26T10:00:00.000Z",
@@ -3759,7 +3765,7 @@ export interface operations {
               last_checked_at: string | null;
               /** @description Fully qualified name to publish the record at. */
               name: string;
-              purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc';
+              purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking';
               /** @description Whether the domain can only be verified with this record (DKIM). */
               required: boolean;
               status: 'pending' | 'verified' | 'failed';
@@ -3982,6 +3988,194 @@ export interface operations {
       };
     };
   };
+  'sendingDomains.setTrackingHostname': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "tracking_hostname": "tracking hostname"
+         *     }
+         */
+        'application/json': {
+          tracking_hostname: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
+           *       "domain": "mail.example.com",
+           *       "status": "pending",
+           *       "status_reason": null,
+           *       "dkim_selector": "pyd1",
+           *       "return_path_domain": "bounces.mail.example.com",
+           *       "dns_records": [
+           *         {
+           *           "purpose": "dkim",
+           *           "type": "TXT",
+           *           "name": "example",
+           *           "value": "value",
+           *           "required": true,
+           *           "status": "pending",
+           *           "last_checked_at": "2026-11-26T10:00:00.000Z",
+           *           "error": null
+           *         }
+           *       ],
+           *       "verified_at": "2026-11-26T10:00:00.000Z",
+           *       "created_at": "2026-11-26T10:00:00.000Z",
+           *       "updated_at": "2026-11-26T10:00:00.000Z"
+           *     }
+           */
+          'application/json': {
+            created_at: string;
+            dkim_selector: string;
+            dns_records: {
+              /** @description Why the last check did not verify it. */
+              error: string | null;
+              last_checked_at: string | null;
+              /** @description Fully qualified name to publish the record at. */
+              name: string;
+              purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking';
+              /** @description Whether the domain can only be verified with this record (DKIM). */
+              required: boolean;
+              status: 'pending' | 'verified' | 'failed';
+              type: 'TXT' | 'CNAME';
+              value: string;
+            }[];
+            domain: string;
+            id: string;
+            return_path_domain: string;
+            status: 'pending' | 'verified' | 'failed';
+            status_reason: string | null;
+            updated_at: string;
+            verified_at: string | null;
+          };
+        };
+      };
+      /** @description Bad request. Error codes: `invalid_json`, `invalid_parameter`. */
+      400: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No valid API key. Error codes: `unauthorized`. */
+      401: {
+        headers: {
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The API key lacks the scope this operation needs. Error codes: `insufficient_scope`. */
+      403: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No such resource in this tenant (another tenant's ids are 404 too). Error codes: `not_found`. */
+      404: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The request is well-formed but not acceptable. Error codes: `validation_failed`. */
+      422: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Rate limited. Error codes: `rate_limited`. */
+      429: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Internal error. Error codes: `internal_error`. */
+      500: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Unavailable (shutting down or the database is unreachable). Error codes: `unavailable`. */
+      503: {
+        headers: {
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-ID': components['headers']['X-Request-ID'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   'sendingDomains.verify': {
     parameters: {
       query?: never;
@@ -4008,9 +4202,9 @@ export interface operations {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "domain": "mail.example.com",
            *       "status": "pending",
-           *       "status_reason": "status reason",
-           *       "dkim_selector": "dkim selector",
-           *       "return_path_domain": "return path domain",
+           *       "status_reason": null,
+           *       "dkim_selector": "pyd1",
+           *       "return_path_domain": "bounces.mail.example.com",
            *       "dns_records": [
            *         {
            *           "purpose": "dkim",
@@ -4020,7 +4214,7 @@ export interface operations {
            *           "required": true,
            *           "status": "pending",
            *           "last_checked_at": "2026-11-26T10:00:00.000Z",
-           *           "error": "error"
+           *           "error": null
            *         }
            *       ],
            *       "verified_at": "2026-11-26T10:00:00.000Z",
@@ -4037,7 +4231,7 @@ export interface operations {
               last_checked_at: string | null;
               /** @description Fully qualified name to publish the record at. */
               name: string;
-              purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc';
+              purpose: 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking';
               /** @description Whether the domain can only be verified with this record (DKIM). */
               required: boolean;
               status: 'pending' | 'verified' | 'failed';
@@ -4174,12 +4368,12 @@ export interface operations {
            *         {
            *           "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *           "name": "example",
-           *           "username": "username",
+           *           "username": "smtp-0193a5b2",
            *           "created_at": "2026-11-26T10:00:00.000Z",
-           *           "last_used_at": "2026-11-26T10:00:00.000Z"
+           *           "last_used_at": null
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -4311,10 +4505,10 @@ export interface operations {
            * @example {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "name": "example",
-           *       "username": "username",
+           *       "username": "smtp-0193a5b2",
            *       "created_at": "2026-11-26T10:00:00.000Z",
-           *       "last_used_at": "2026-11-26T10:00:00.000Z",
-           *       "password": "password"
+           *       "last_used_at": null,
+           *       "password": "Vq8RkL2mXp9TzW4n"
            *     }
            */
           'application/json': {
@@ -4595,14 +4789,14 @@ export interface operations {
            *           "identifier": "ann@example.com",
            *           "type": "email",
            *           "reason_category": "manual",
-           *           "description": "description",
+           *           "description": null,
            *           "source": "api",
            *           "scope": "all",
            *           "created_at": "2026-11-26T10:00:00.000Z",
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -4958,7 +5152,7 @@ export interface operations {
            *       "identifier": "ann@example.com",
            *       "type": "email",
            *       "reason_category": "manual",
-           *       "description": "description",
+           *       "description": null,
            *       "source": "api",
            *       "scope": "all",
            *       "created_at": "2026-11-26T10:00:00.000Z",
@@ -5219,25 +5413,25 @@ export interface operations {
            *         {
            *           "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *           "name": "example",
-           *           "description": "description",
+           *           "description": null,
            *           "published": {
            *             "version": 1,
-           *             "subject": "subject",
-           *             "text": "text",
-           *             "html": "html",
-           *             "from": "2026-11-26T10:00:00.000Z",
-           *             "reply_to": "reply to",
+           *             "subject": "Your order, {{first_name}}",
+           *             "text": "Hello {{first_name}}, your order has shipped.",
+           *             "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *             "from": "Shop <news@mail.example.com>",
+           *             "reply_to": "support@example.com",
            *             "headers": {},
            *             "defaults": {},
            *             "created_at": "2026-11-26T10:00:00.000Z"
            *           },
            *           "draft": {
            *             "version": 1,
-           *             "subject": "subject",
-           *             "text": "text",
-           *             "html": "html",
-           *             "from": "2026-11-26T10:00:00.000Z",
-           *             "reply_to": "reply to",
+           *             "subject": "Your order, {{first_name}}",
+           *             "text": "Hello {{first_name}}, your order has shipped.",
+           *             "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *             "from": "Shop <news@mail.example.com>",
+           *             "reply_to": "support@example.com",
            *             "headers": {},
            *             "defaults": {},
            *             "created_at": "2026-11-26T10:00:00.000Z"
@@ -5246,7 +5440,7 @@ export interface operations {
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -5349,7 +5543,7 @@ export interface operations {
         /**
          * @example {
          *       "name": "example",
-         *       "subject": "subject"
+         *       "subject": "Your order, {{first_name}}"
          *     }
          */
         'application/json': {
@@ -5385,25 +5579,25 @@ export interface operations {
            * @example {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "name": "example",
-           *       "description": "description",
+           *       "description": null,
            *       "published": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
            *       },
            *       "draft": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
@@ -5558,25 +5752,25 @@ export interface operations {
            * @example {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "name": "example",
-           *       "description": "description",
+           *       "description": null,
            *       "published": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
            *       },
            *       "draft": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
@@ -5838,25 +6032,25 @@ export interface operations {
            * @example {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "name": "example",
-           *       "description": "description",
+           *       "description": null,
            *       "published": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
            *       },
            *       "draft": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
@@ -6019,9 +6213,9 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "subject": "subject",
-           *       "text": "text",
-           *       "html": "html"
+           *       "subject": "Your order, {{first_name}}",
+           *       "text": "Hello {{first_name}}, your order has shipped.",
+           *       "html": "<p>Hello {{first_name}}, your order has shipped.</p>"
            *     }
            */
           'application/json': {
@@ -6174,25 +6368,25 @@ export interface operations {
            * @example {
            *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *       "name": "example",
-           *       "description": "description",
+           *       "description": null,
            *       "published": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
            *       },
            *       "draft": {
            *         "version": 1,
-           *         "subject": "subject",
-           *         "text": "text",
-           *         "html": "html",
-           *         "from": "2026-11-26T10:00:00.000Z",
-           *         "reply_to": "reply to",
+           *         "subject": "Your order, {{first_name}}",
+           *         "text": "Hello {{first_name}}, your order has shipped.",
+           *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *         "from": "Shop <news@mail.example.com>",
+           *         "reply_to": "support@example.com",
            *         "headers": {},
            *         "defaults": {},
            *         "created_at": "2026-11-26T10:00:00.000Z"
@@ -6325,17 +6519,17 @@ export interface operations {
            *       "data": [
            *         {
            *           "version": 1,
-           *           "subject": "subject",
-           *           "text": "text",
-           *           "html": "html",
-           *           "from": "2026-11-26T10:00:00.000Z",
-           *           "reply_to": "reply to",
+           *           "subject": "Your order, {{first_name}}",
+           *           "text": "Hello {{first_name}}, your order has shipped.",
+           *           "html": "<p>Hello {{first_name}}, your order has shipped.</p>",
+           *           "from": "Shop <news@mail.example.com>",
+           *           "reply_to": "support@example.com",
            *           "headers": {},
            *           "defaults": {},
            *           "created_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -7199,7 +7393,7 @@ export interface operations {
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -7955,19 +8149,19 @@ export interface operations {
            *           "name": "example",
            *           "url": "https://hooks.example.com/postyard",
            *           "events": [
-           *             "event"
+           *             "message.delivered"
            *           ],
            *           "dispatch_policy": "single",
            *           "batch_max_size": 1,
            *           "batch_max_wait_ms": 1,
            *           "enabled": true,
            *           "status": "active",
-           *           "disabled_reason": "disabled reason",
+           *           "disabled_reason": null,
            *           "created_at": "2026-11-26T10:00:00.000Z",
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -8110,17 +8304,17 @@ export interface operations {
            *       "name": "example",
            *       "url": "https://hooks.example.com/postyard",
            *       "events": [
-           *         "event"
+           *         "message.delivered"
            *       ],
            *       "dispatch_policy": "single",
            *       "batch_max_size": 1,
            *       "batch_max_wait_ms": 1,
            *       "enabled": true,
            *       "status": "active",
-           *       "disabled_reason": "disabled reason",
+           *       "disabled_reason": null,
            *       "created_at": "2026-11-26T10:00:00.000Z",
            *       "updated_at": "2026-11-26T10:00:00.000Z",
-           *       "secret": "secret"
+           *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
            *     }
            */
           'application/json': {
@@ -8288,14 +8482,14 @@ export interface operations {
            *       "name": "example",
            *       "url": "https://hooks.example.com/postyard",
            *       "events": [
-           *         "event"
+           *         "message.delivered"
            *       ],
            *       "dispatch_policy": "single",
            *       "batch_max_size": 1,
            *       "batch_max_wait_ms": 1,
            *       "enabled": true,
            *       "status": "active",
-           *       "disabled_reason": "disabled reason",
+           *       "disabled_reason": null,
            *       "created_at": "2026-11-26T10:00:00.000Z",
            *       "updated_at": "2026-11-26T10:00:00.000Z"
            *     }
@@ -8551,14 +8745,14 @@ export interface operations {
            *       "name": "example",
            *       "url": "https://hooks.example.com/postyard",
            *       "events": [
-           *         "event"
+           *         "message.delivered"
            *       ],
            *       "dispatch_policy": "single",
            *       "batch_max_size": 1,
            *       "batch_max_wait_ms": 1,
            *       "enabled": true,
            *       "status": "active",
-           *       "disabled_reason": "disabled reason",
+           *       "disabled_reason": null,
            *       "created_at": "2026-11-26T10:00:00.000Z",
            *       "updated_at": "2026-11-26T10:00:00.000Z"
            *     }
@@ -8716,9 +8910,9 @@ export interface operations {
            *           "webhook_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
            *           "created_at": "2026-11-26T10:00:00.000Z",
            *           "outcome": "delivered",
-           *           "status_code": 1,
-           *           "duration_ms": 1,
-           *           "error": "error",
+           *           "status_code": 200,
+           *           "duration_ms": 120,
+           *           "error": null,
            *           "attempt": 1,
            *           "next_attempt_at": "2026-11-26T10:00:00.000Z",
            *           "batch_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
@@ -8728,7 +8922,7 @@ export interface operations {
            *           "test": true
            *         }
            *       ],
-           *       "next_cursor": "next cursor"
+           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
            *     }
            */
           'application/json': {
@@ -8852,7 +9046,7 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "secret": "secret",
+           *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
            *       "previous_secret_expires_at": "2026-11-26T10:00:00.000Z"
            *     }
            */
@@ -8984,9 +9178,9 @@ export interface operations {
           /**
            * @example {
            *       "delivered": true,
-           *       "status_code": 1,
-           *       "duration_ms": 1,
-           *       "error": "error"
+           *       "status_code": 200,
+           *       "duration_ms": 120,
+           *       "error": null
            *     }
            */
           'application/json': {
