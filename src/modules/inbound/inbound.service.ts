@@ -87,17 +87,16 @@ export class InboundService {
       }
     const results: InboundResult[] = [];
     for (const target of targets) {
-      if (target.kind === 'unsubscribe') {
-        // Any message to that address is the request (RFC 2369); what it says does not matter.
-        const ok = await this.tracking.unsubscribe(target.messageId, 'mailto', { ip: envelope.remote, userAgent: '' });
-        const result: InboundResult = ok ? 'unsubscribe' : 'unmatched';
-        this.count(result);
-        results.push(result);
-        continue;
-      }
-      const result = await this.apply(report, target);
+      // Any message to the mailto address is the request (RFC 2369); what it says does not matter.
+      const result: InboundResult =
+        target.kind === 'unsubscribe'
+          ? (await this.tracking.unsubscribe(target.messageId, 'mailto', { ip: envelope.remote, userAgent: '' }))
+            ? 'unsubscribe'
+            : 'unmatched'
+          : await this.apply(report, target);
       this.count(result);
       if (result === 'unmatched') {
+        // Every kind of target, the mailto address too (it was counted but not logged before).
         // Never the body: it is someone else's mail.
         this.logger.info(
           {
