@@ -2,7 +2,7 @@
 # Postyard container image (docs/deploy.md). .ci/deploy-check.sh performs the same steps without
 # Docker in CI: pack, production install of the tarball, start as non-root, /healthz.
 
-# --- build: all dependencies, the dashboard build (Vite, a devDependency), the package tarball ---
+# --- build: all dependencies, the build (tsc and Vite, devDependencies), the package tarball ---
 FROM node:22-bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
@@ -11,10 +11,11 @@ COPY package.json package-lock.json ./
 COPY packages/client/package.json packages/client/
 RUN npm ci --ignore-scripts
 COPY . .
-# npm pack runs `prepare` (the dashboard build) and writes postyard-<version>.tgz.
+# npm pack runs `prepare` (npm run build: the server compiled to dist/, the dashboard to
+# dashboard/dist) and writes postyard-<version>.tgz holding both, without the TypeScript sources.
 RUN npm pack --pack-destination /tmp && mv /tmp/postyard-*.tgz /tmp/postyard.tgz
 
-# --- install: a production install of the tarball (no devDependencies), natives built here ---
+# --- install: a production install of the tarball (no devDependencies, no tsx), natives built here ---
 FROM node:22-bookworm-slim AS install
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
@@ -23,8 +24,6 @@ COPY --from=build /tmp/postyard.tgz /tmp/postyard.tgz
 # (its own package.json must not be called "postyard": npm refuses to install a package into itself)
 RUN echo '{"name":"postyard-image","private":true}' > package.json \
   && npm install --omit=dev --no-audit --no-fund /tmp/postyard.tgz
-# dashboard/dist is git-ignored, so the tarball leaves it out: copy the one built above.
-COPY --from=build /src/dashboard/dist node_modules/postyard/dashboard/dist
 
 # --- runtime: no compilers, a non-root user, a data volume ---
 FROM node:22-bookworm-slim

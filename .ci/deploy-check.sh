@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The Dockerfile's steps without Docker (Docker cannot run on the CI machine), so the deployment
-# files do not rot: pack the package (its `prepare` builds the dashboard; devDependencies are
-# installed here, as in the Dockerfile's build stage), install the tarball into a clean directory
-# as a production install (--omit=dev), copy the built dashboard beside it, start it as a non-root
-# user on a fresh data dir, wait for GET /healthz 200 (the Dockerfile's HEALTHCHECK), stop it with
-# SIGTERM and expect exit 0.
+# files do not rot: pack the package (its `prepare` runs `npm run build`: the server compiled to
+# dist/ by tsc, the dashboard by Vite; devDependencies are installed here, as in the Dockerfile's
+# build stage), check the tarball holds the compiled server and dashboard and no TypeScript
+# sources, install it into a clean directory as a production install (--omit=dev: no tsx, no
+# TypeScript), run `postyard --version` and `--help`, start it as a non-root user on a fresh data
+# dir, wait for GET /healthz 200 (the Dockerfile's HEALTHCHECK) and GET /readyz 200, stop it with
+# SIGTERM and expect exit 0. This is the one test of the compiled dist/: every other test runs the
+# TypeScript sources (test/helpers/server-process.ts).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,28 +21,34 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "deploy-check: npm pack (runs prepare: the dashboard build)"
+echo "deploy-check: npm pack (runs prepare: npm run build, the server to dist/ and the dashboard)"
 npm pack --silent --pack-destination "$WORK" </dev/null >"$WORK/pack.out"
 TARBALL="$WORK/$(tail -1 "$WORK/pack.out")"
 echo "deploy-check: packed $(basename "$TARBALL") ($(du -k "$TARBALL" | cut -f1) kB)"
+tar -tzf "$TARBALL" >"$WORK/contents"
+for f in package/bin/postyard.js package/dist/cli/main.js package/dist/modules/delivery/render/render-thread.js \
+  package/dist/db/sqlite-checkpoint-thread.js package/dashboard/dist/index.html package/LICENSE; do
+  grep -qx "$f" "$WORK/contents" || { echo "deploy-check: $f is not in the tarball" >&2; exit 1; }
+done
+if grep -E '^package/(src|test|bench)/|\.ts$' "$WORK/contents" | grep -v '\.d\.ts$' | head -5 | grep .; then
+  echo "deploy-check: the tarball holds TypeScript sources or tests (see above)" >&2
+  exit 1
+fi
 
 echo "deploy-check: production install of the tarball into a clean directory"
 mkdir -p "$WORK/app"
 echo '{"name":"postyard-deploy-check","private":true}' >"$WORK/app/package.json"
 (cd "$WORK/app" && npm install --omit=dev --no-audit --no-fund "$TARBALL" </dev/null)
 APP="$WORK/app/node_modules/postyard"
-# The tarball leaves dashboard/dist out (dist/ is git-ignored); the Dockerfile copies it the same way.
-if [[ ! -f $APP/dashboard/dist/index.html ]]; then
-  echo "deploy-check: dashboard/dist is not in the tarball; copying the built one (as the Dockerfile does)"
-  mkdir -p "$APP/dashboard"
-  cp -r "$REPO/dashboard/dist" "$APP/dashboard/dist"
-fi
-for dev in vite vitest typescript @biomejs/biome; do
+for dev in vite vitest typescript tsx @biomejs/biome; do
   if [[ -e $WORK/app/node_modules/$dev ]]; then
     echo "deploy-check: devDependency $dev was installed by a production install" >&2
     exit 1
   fi
 done
+BIN="$WORK/app/node_modules/.bin/postyard"
+echo "deploy-check: postyard --version: $("$BIN" --version </dev/null)"
+"$BIN" --help </dev/null | grep -q '^Usage: postyard' || { echo "deploy-check: postyard --help printed no usage" >&2; exit 1; }
 
 DATA="$WORK/data"
 mkdir -p "$DATA"
@@ -56,7 +65,7 @@ echo "deploy-check: starting as $(if ((${#RUN[@]})); then echo nobody; else id -
 env -i PATH="$PATH" HOME="$DATA" NODE_ENV=production \
   POSTYARD_DATA_DIR="$DATA" POSTYARD_HTTP_HOST=127.0.0.1 POSTYARD_HTTP_PORT="$PORT" \
   POSTYARD_SMTP_HOST=127.0.0.1 POSTYARD_SMTP_PORT=0 POSTYARD_EHLO_NAME=deploy-check.postyard.test \
-  "${RUN[@]}" "$WORK/app/node_modules/.bin/postyard" start >"$WORK/out.log" 2>&1 &
+  "${RUN[@]}" "$BIN" start >"$WORK/out.log" 2>&1 &
 PID=$!
 
 deadline=$((SECONDS + ${DEPLOY_CHECK_TIMEOUT:-120}))
@@ -74,11 +83,15 @@ until curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null; do
   sleep 0.5
 done
 echo "deploy-check: /healthz 200 ($(curl -fsS "http://127.0.0.1:$PORT/healthz"))"
+echo "deploy-check: /readyz $(curl -sS -o "$WORK/readyz" -w '%{http_code}' "http://127.0.0.1:$PORT/readyz") ($(cat "$WORK/readyz"))"
+curl -fsS -o /dev/null "http://127.0.0.1:$PORT/readyz" || { echo "deploy-check: /readyz did not answer 200" >&2; exit 1; }
 if [[ $(id -u) == 0 ]]; then
   user=$(ps -o user= -p "$(pgrep -P "$PID" -n || echo "$PID")" 2>/dev/null || true)
   echo "deploy-check: process user: ${user:-?}"
 fi
-curl -fsS -o /dev/null -w 'deploy-check: GET / -> %{http_code}\n' "http://127.0.0.1:$PORT/" || true
+# The dashboard, served from the tarball's dashboard/dist.
+curl -fsS -o /dev/null -w 'deploy-check: GET / -> %{http_code}\n' "http://127.0.0.1:$PORT/" \
+  || { echo "deploy-check: the dashboard (GET /) did not answer 200" >&2; exit 1; }
 
 kill -TERM "$PID"
 rc=0

@@ -49,14 +49,14 @@ async function runPostyard(label: string, env: Record<string, string>) {
   };
   const out = execFileSync(
     process.execPath,
-    ['bin/postyard.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
+    ['bin/postyard-src.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
     {
       env: { ...process.env, ...fullEnv },
     },
   ).toString();
   const key = (JSON.parse(out) as { api_key: string }).api_key;
   // Only the API role: delivery is measured by bench:deliver.
-  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'api'], fullEnv);
+  const child = spawnNode(['bin/postyard-src.js', 'start', '--roles', 'api'], fullEnv);
   const url = `http://127.0.0.1:${port}`;
   await waitHttp(`${url}/healthz`);
   await load(url, key); // warm-up (JIT, caches); its figures are discarded

@@ -2,7 +2,7 @@
  * node --import tsx bench/csv-import.ts — the suppression CSV import at its contract limit.
  *
  * Writes a 1,000,000-row CSV to a temp file (0.1% deliberately bad rows, some quoted fields with
- * commas), starts the API server as a child process (`bin/postyard.js start --roles api`) on a
+ * commas), starts the API server as a child process (`bin/postyard-src.js start --roles api`) on a
  * fresh SQLite database and, when BENCH_DATABASE_URL or DATABASE_URL is set, on a fresh
  * PostgreSQL schema, and uploads the file over loopback HTTP as a streamed multipart request
  * (undici; the file is never held in memory on either side). Each backend gets three passes:
@@ -124,11 +124,11 @@ async function runBackend(label: string, env: Record<string, string>, files: rea
   };
   const out = execFileSync(
     process.execPath,
-    ['bin/postyard.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
+    ['bin/postyard-src.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
     { env: { ...process.env, ...fullEnv } },
   ).toString();
   const key = (JSON.parse(out) as { api_key: string }).api_key;
-  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'api'], fullEnv);
+  const child = spawnNode(['bin/postyard-src.js', 'start', '--roles', 'api'], fullEnv);
   const url = `http://127.0.0.1:${port}`;
   const results: Record<string, string | number>[] = [];
   try {

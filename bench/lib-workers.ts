@@ -89,7 +89,7 @@ export async function queueBacklog(env: Record<string, string>, n: number, perTr
 }
 
 export function spawnWorkers(k: number, env: Record<string, string>): ChildProcess[] {
-  return Array.from({ length: k }, () => spawnNode(['bin/postyard.js', 'start', '--roles', 'worker'], env));
+  return Array.from({ length: k }, () => spawnNode(['bin/postyard-src.js', 'start', '--roles', 'worker'], env));
 }
 
 /** Polls the delivered count every 200 ms; times from now to the first and to the last delivery. */

@@ -80,7 +80,7 @@ async function run(queued: number, sinkPort: number, dnsAddress: string) {
   }
   const insertSecs = (performance.now() - t0) / 1000;
   await c.close();
-  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'worker'], env);
+  const child = spawnNode(['bin/postyard-src.js', 'start', '--roles', 'worker'], env);
   const samples: number[] = [];
   for (let s = 0; s < SECONDS; s++) {
     await new Promise((r) => setTimeout(r, 1000));

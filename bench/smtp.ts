@@ -175,7 +175,7 @@ async function startPostyard(label: string, env: Record<string, string>): Promis
   const tenant = await c.tenants.create({ name: 'bench', from: 'Shop <shop@example.com>' });
   const cred = await c.smtpCredentials.create(tenant.tenant_id, { name: 'bench' });
   await c.close();
-  const child = spawnNode([...profileFlags(label), 'bin/postyard.js', 'start', '--roles', 'smtp'], fullEnv);
+  const child = spawnNode([...profileFlags(label), 'bin/postyard-src.js', 'start', '--roles', 'smtp'], fullEnv);
   return {
     label: `postyard ${label}`,
     port,

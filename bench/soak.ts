@@ -156,16 +156,16 @@ async function main() {
   };
   const out = execFileSync(
     process.execPath,
-    ['bin/postyard.js', 'tenants', 'create', '--name', 'soak', '--from', 'Shop <shop@bench.test>', '--json'],
+    ['bin/postyard-src.js', 'tenants', 'create', '--name', 'soak', '--from', 'Shop <shop@bench.test>', '--json'],
     { env: { ...process.env, ...env } },
   ).toString();
   const key = (JSON.parse(out) as { api_key: string }).api_key;
   const children = SPLIT
     ? [
-        spawnNode([...NODE_ARGS, 'bin/postyard.js', 'start', '--roles', 'api,smtp'], env),
-        spawnNode([...NODE_ARGS, 'bin/postyard.js', 'start', '--roles', 'worker'], env),
+        spawnNode([...NODE_ARGS, 'bin/postyard-src.js', 'start', '--roles', 'api,smtp'], env),
+        spawnNode([...NODE_ARGS, 'bin/postyard-src.js', 'start', '--roles', 'worker'], env),
       ]
-    : [spawnNode([...NODE_ARGS, 'bin/postyard.js', 'start'], env)];
+    : [spawnNode([...NODE_ARGS, 'bin/postyard-src.js', 'start'], env)];
   for (const c of children) cleanups.push(() => stopChild(c));
   const origin = `http://127.0.0.1:${httpPort}`;
   await waitHttp(`${origin}/healthz`);

@@ -52,11 +52,11 @@ async function accept(label: string, env: Record<string, string>) {
   };
   const out = execFileSync(
     process.execPath,
-    ['bin/postyard.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
+    ['bin/postyard-src.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
     { env: { ...process.env, ...fullEnv } },
   ).toString();
   const key = (JSON.parse(out) as { api_key: string }).api_key;
-  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'api'], fullEnv);
+  const child = spawnNode(['bin/postyard-src.js', 'start', '--roles', 'api'], fullEnv);
   const url = `http://127.0.0.1:${port}`;
   const post = async (path: string, body: string) => {
     const t0 = performance.now();
@@ -150,7 +150,7 @@ async function deliver(
   }
   await c.close();
   const t0 = performance.now();
-  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'worker'], { ...env });
+  const child = spawnNode(['bin/postyard-src.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
   const count = async (states: MessageState[]) =>
     Number(

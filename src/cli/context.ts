@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { type Config, loadConfig } from '../config.ts';
-import { type Container, createContainer } from '../container.ts';
-import { createLogger } from '../logger.ts';
+import type { Container } from '../container.ts';
 
 /** Shared by the `postyard` commands: configuration, a container for one-shot commands, output. */
 export function config(): Config {
@@ -11,6 +10,11 @@ export function config(): Config {
 /** Containers for one-shot commands log only warnings, to keep their output clean. */
 export async function withContainer<T>(fn: (c: Container) => Promise<T>): Promise<T> {
   const cfg = config();
+  // Loaded here, not up front: `postyard --help` must not pay for the whole server.
+  const [{ createContainer }, { createLogger }] = await Promise.all([
+    import('../container.ts'),
+    import('../logger.ts'),
+  ]);
   const c = await createContainer(cfg, createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel));
   try {
     return await fn(c);

@@ -1,12 +1,8 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ALL_ROLES, type Config, ConfigError, type Role } from '../config.ts';
-import { createContainer } from '../container.ts';
-import { migrateToLatest, openDatabase } from '../db/index.ts';
 import { AppError } from '../lib/errors.ts';
-import { createLogger, wantsPrettyLogs } from '../logger.ts';
 import { SCOPES } from '../modules/api-keys/scopes.ts';
-import { type RateLimitPatch, setTenantRateLimits } from '../modules/tenants/rate-limits.ts';
-import { installShutdown, startRoles } from '../roles.ts';
+import type { RateLimitPatch } from '../modules/tenants/rate-limits.ts';
 import { registerKeyCommands, registerTenantListing, registerUserCommands } from './commands/accounts.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { config, packageVersion, print, withContainer } from './context.ts';
@@ -14,6 +10,10 @@ import { config, packageVersion, print, withContainer } from './context.ts';
 /**
  * The `postyard` command. Exit codes: 0 ok, 1 bad configuration or runtime failure,
  * 2 wrong arguments (one clear line on stderr).
+ *
+ * Only commander and a few small modules load up front: each command's action imports what it
+ * needs (the server, the database layer, the doctor's checks) when it runs, so `--help`, a usage
+ * error or `--version` answer without loading Fastify, Kysely or pino (bench/cli-start.ts).
  */
 function parseRoles(value: string): Role[] {
   const roles = value
@@ -63,6 +63,8 @@ export function buildCli(): Command {
     )
     .action(async (opts: { roles: Role[] }) => {
       const cfg = config();
+      const [{ createLogger, wantsPrettyLogs }, { createContainer }, { installShutdown, startRoles }] =
+        await Promise.all([import('../logger.ts'), import('../container.ts'), import('../roles.ts')]);
       const logger = createLogger(cfg.logLevel, undefined, {
         pretty: wantsPrettyLogs(cfg.logFormat, process.stdout.isTTY === true),
       });
@@ -77,6 +79,7 @@ export function buildCli(): Command {
     .description('Apply database migrations and exit')
     .action(async () => {
       const cfg = config();
+      const { migrateToLatest, openDatabase } = await import('../db/index.ts');
       const database = openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir });
       try {
         const applied = await migrateToLatest(database);
@@ -125,6 +128,7 @@ export function buildCli(): Command {
         const { tenant, json, ...given } = opts;
         const patch: RateLimitPatch = {};
         for (const [k, v] of Object.entries(given)) patch[k as keyof RateLimitPatch] = v === 'default' ? null : v;
+        const { setTenantRateLimits } = await import('../modules/tenants/rate-limits.ts');
         const row = await setTenantRateLimits(c.database, tenant, patch);
         const show = (v: number | null | undefined) => (v === null || v === undefined ? 'default' : String(v));
         print(

@@ -9,6 +9,7 @@ import { AppError } from '../lib/errors.ts';
 import { FEATURE_MODULES } from '../modules/index.ts';
 import { installErrorHandler, sendError } from './error-handler.ts';
 import type { RouteModule } from './route-module.ts';
+import { lazySerializerFactory, lazyValidator } from './lazy-schemas.ts';
 import { installInputGuard } from './input-guard.ts';
 import { httpServerOptions } from './server-options.ts';
 import { installAuth } from './plugins/auth.ts';
@@ -48,6 +49,8 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     bodyLimit: c.config.bodyLimitBytes,
     // Timeouts for slow clients, contract answers for malformed requests (server-options.ts).
     ...httpServerOptions(c.config),
+    // Response serializers are compiled on a route's first answer, not at start (lazy-schemas.ts).
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     // While closing: idle connections are cut at once, requests in flight finish, requests on
@@ -64,10 +67,15 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     },
   }) as unknown as FastifyInstance;
 
-  const bodyAjv = makeAjv(false);
-  const queryAjv = makeAjv(true);
+  // Made on the first request that needs one (a new Ajv compiles its meta-schemas: start-up time).
+  let bodyAjv: Ajv | undefined;
+  let queryAjv: Ajv | undefined;
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema as object),
+    lazyValidator(() =>
+      httpPart === 'body'
+        ? (bodyAjv ??= makeAjv(false)).compile(schema as object)
+        : (queryAjv ??= makeAjv(true)).compile(schema as object),
+    ),
   );
 
   installErrorHandler(app);

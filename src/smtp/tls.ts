@@ -3,7 +3,6 @@ import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { generate } from 'selfsigned';
 import type { Config } from '../config.ts';
 import { ensurePrivateDir, tightenFiles, writePrivateFile } from '../lib/private-files.ts';
 
@@ -57,6 +56,8 @@ export async function resolveTls(config: Config, logger: Logger): Promise<TlsMat
     altNames.push({ type: 2, value: name });
   }
   const now = Date.now();
+  // Loaded only here: selfsigned pulls in a whole X.509 library, the slowest import of a start.
+  const { generate } = await import('selfsigned');
   const pems = await generate([{ name: 'commonName', value: isIP(name) ? 'localhost' : name }], {
     keySize: 2048,
     algorithm: 'sha256',

@@ -53,7 +53,7 @@ function workerProcess(ctx: TestContext): ChildProcess {
     u.searchParams.set('options', `-c search_path=${ctx.pgSchema}`);
     env.DATABASE_URL = u.toString();
   }
-  const child = spawn(process.execPath, ['bin/postyard.js', 'start', '--roles', 'worker'], {
+  const child = spawn(process.execPath, ['bin/postyard-src.js', 'start', '--roles', 'worker'], {
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -1,8 +1,12 @@
 /**
- * Runs the real `postyard` command (node bin/postyard.js ...) as a child process, the way an
- * operator does: for CLI tests and for tests over a real socket. Children get a clean
- * environment (no inherited POSTYARD_*, DATABASE_URL or REDIS_URL) plus what the test passes.
- * Only loopback addresses are used.
+ * Runs the real `postyard` command as a child process, the way an operator does: for CLI tests
+ * and for tests over a real socket. Children get a clean environment (no inherited POSTYARD_*,
+ * DATABASE_URL or REDIS_URL) plus what the test passes. Only loopback addresses are used.
+ *
+ * The command runs from the TypeScript sources (bin/postyard-src.js, through tsx), never from
+ * the compiled dist/: src/ changes all the time and a dist/ built before the last edit would be
+ * tested instead. The compiled command is tested as installed from the packed tarball
+ * (.ci/deploy-check.sh).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -11,10 +15,10 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const BIN = join(REPO_ROOT, 'bin', 'postyard.js');
+export const BIN = join(REPO_ROOT, 'bin', 'postyard-src.js');
 
 /**
- * Timeouts around process spawns. One `postyard` child loads every source through tsx: about 1 s
+ * Timeouts around process spawns. One `postyard` child loads its sources through tsx: about 1 s
  * on an idle machine, 13 s measured for `postyard --help` on a 2-core machine at load 15. So a
  * spawn gets minutes, not seconds, and a test that spawns gets SPAWN_TEST_TIMEOUT_MS (vitest's
  * default of 30 s is not enough for one spawn under that load).

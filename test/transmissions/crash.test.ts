@@ -63,7 +63,7 @@ describe('crash safety of accepting', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => 
       u.searchParams.set('options', `-c search_path=${ctx.pgSchema}`);
       env.DATABASE_URL = u.toString();
     }
-    child = spawn(process.execPath, ['bin/postyard.js', 'start', '--roles', 'api'], {
+    child = spawn(process.execPath, ['bin/postyard-src.js', 'start', '--roles', 'api'], {
       env,
       stdio: 'ignore',
     });

@@ -1,45 +1,8 @@
 import type { Command } from 'commander';
-import { type Config, ConfigError } from '../../config.ts';
+import { ConfigError } from '../../config.ts';
 import { config } from '../context.ts';
 import { fail, type Finding, formatReport } from '../doctor/findings.ts';
-import { checkConfig, checkDatabase, checkTlsCertificate } from '../doctor/local-checks.ts';
-import { checkOutbound, checkPtr, checkSendingDomains } from '../doctor/network-checks.ts';
-
-interface DoctorOptions {
-  target?: string;
-  testDomain: string;
-  source: string[];
-  timeout: string;
-  json?: boolean;
-}
-
-async function runChecks(cfg: Config, opts: DoctorOptions): Promise<Finding[]> {
-  const findings = checkConfig(cfg);
-  const db = await checkDatabase(cfg);
-  findings.push(...db.findings);
-  if (db.database) {
-    try {
-      findings.push(...(await checkSendingDomains(cfg, db.database)));
-    } catch (err) {
-      // A database that was never migrated has no sending_domains table.
-      findings.push(
-        fail('dns', `cannot read the sending domains: ${(err as Error).message}`, 'run `postyard migrate`'),
-      );
-    } finally {
-      await db.database.close();
-    }
-  }
-  const outbound = await checkOutbound(cfg, {
-    ...(opts.target ? { target: opts.target } : {}),
-    testDomain: opts.testDomain,
-    timeoutMs: Number(opts.timeout) * 1000,
-  });
-  findings.push(...outbound.findings);
-  const sources = opts.source.length ? opts.source : outbound.sourceAddress ? [outbound.sourceAddress] : [];
-  if (!cfg.relayUrl) findings.push(...(await checkPtr(cfg, sources)));
-  findings.push(...checkTlsCertificate(cfg));
-  return findings;
-}
+import type { DoctorOptions } from '../doctor/run.ts';
 
 /**
  * `postyard doctor`: what stands between this installation and delivered mail. Exit 1 when a
@@ -67,6 +30,7 @@ export function registerDoctor(program: Command) {
     .action(async (opts: DoctorOptions) => {
       let findings: Finding[];
       try {
+        const { runChecks } = await import('../doctor/run.ts');
         findings = await runChecks(config(), opts);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;

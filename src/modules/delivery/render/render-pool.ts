@@ -38,7 +38,11 @@ interface RenderThread {
   pending: Map<number, Pending>;
 }
 
-const ENTRY = new URL('./render-thread-entry.js', import.meta.url);
+// Run from the TypeScript sources (tests, `npm run dev`), a thread must load tsx itself first
+// (render-thread-entry.js); the compiled build in dist/ starts the compiled module directly.
+const ENTRY = import.meta.url.endsWith('.ts')
+  ? new URL('./render-thread-entry.js', import.meta.url)
+  : new URL('./render-thread.js', import.meta.url);
 
 export class RenderPool implements Renderer {
   private readonly threads: (RenderThread | null)[];
