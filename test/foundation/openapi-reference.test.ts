@@ -244,6 +244,10 @@ describe('/docs', () => {
     expect(page.headers['content-type']).toMatch(/^text\/html/);
     expect(page.body).toContain('swagger-ui');
     expect(page.headers['content-security-policy']).toMatch(/default-src 'self'/);
+    expect(page.headers['content-security-policy']).toMatch(/object-src 'none'/);
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    // Everything it loads is served here: no other origin in the page.
+    expect(page.body).not.toMatch(/(src|href)="https?:\/\//);
     const init = await ctx.app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
     expect(init.statusCode).toBe(200);
     expect(init.body).toContain('"/v1/openapi.json"');
