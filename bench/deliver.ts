@@ -7,10 +7,16 @@
  * tracking instead: html bodies with 20 links, delivered by the worker with tracking off and on
  * in the same run, rounds in the order off, on, on, off (drift in the machine's load hits both
  * alike); prints the ratio on / off (target >= 0.9, docs/benchmarks.md).
+ *
+ * npm run bench:deliver -- --shaping (or BENCH_SHAPING=1) — the cost of pacing (docs/pacing.md):
+ * the worker with rate limits and automation rules on (a pacing file whose limits are set high,
+ * connection limits as shipped) and off (POSTYARD_PACING=false), rounds off, on, on, off; prints
+ * the ratio on / off (target >= 0.9). BENCH_DATABASE_URL adds the same rounds on PostgreSQL,
+ * where every grant goes through the shared ledger (pacing_counts under an advisory lock).
  */
 import { fork } from 'node:child_process';
 import net from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
@@ -29,6 +35,15 @@ const keys = generateDkimKeyPair();
 const TEXT = 'Thanks for your order. Your receipt is attached below.\n'.repeat(20);
 const HTML = `<html><body>${'<p>Thanks for your order. Your receipt is below.</p>'.repeat(20)}</body></html>`;
 const TRACKING_MODE = process.argv.includes('--tracking') || process.env.BENCH_TRACKING === '1';
+const SHAPING_MODE = process.argv.includes('--shaping') || process.env.BENCH_SHAPING === '1';
+/** Limits far above what one machine sends; connection limits as shipped for `default`. */
+const HIGH_LIMITS = `sites:
+  default:
+    max_connections: 5
+    messages_per_connection: 1000
+    messages_per_minute: 10000000
+    messages_per_hour: 10000000
+`;
 /** 20 links, as a marketing newsletter has: products, footer, social. */
 const HTML_LINKS = `<html><body>${Array.from(
   { length: 20 },
@@ -229,6 +244,75 @@ async function trackingCost(sinkPort: number, dnsAddress: string) {
   console.log(`ratio tracking on / off (same run): ${(mean(true) / mean(false)).toFixed(3)}; target >= 0.9`);
 }
 
+/** --shaping: pacing on (limits high) and off, ABBA rounds, SQLite (and PostgreSQL when given). */
+async function shapingCost(sinkPort: number, dnsAddress: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-shaping-'));
+  const file = join(dir, 'pacing.yaml');
+  writeFileSync(file, HIGH_LIMITS);
+  const backends: { name: string; env: () => Promise<{ env: Record<string, string>; drop: () => Promise<void> }> }[] =
+    [];
+  if (!process.env.BENCH_SKIP_SQLITE) {
+    backends.push({
+      name: 'sqlite',
+      env: async () => {
+        const d = mkdtempSync(join(tmpdir(), 'postyard-bench-deliver-'));
+        return { env: { POSTYARD_DATA_DIR: d }, drop: async () => rmSync(d, { recursive: true, force: true }) };
+      },
+    });
+  }
+  if (PG_URL) {
+    backends.push({
+      name: 'postgres',
+      env: async () => {
+        const s = await freshPgSchema(PG_URL);
+        return { env: { POSTYARD_DATA_DIR: dir, DATABASE_URL: s.url }, drop: s.drop };
+      },
+    });
+  }
+  const results: Record<string, string | number>[] = [];
+  try {
+    for (const b of backends) {
+      const runs: { on: boolean; rate: number }[] = [];
+      for (const on of [false, true, true, false]) {
+        const db = await b.env();
+        try {
+          const shaping: Record<string, string> = on
+            ? { POSTYARD_PACING: 'true', POSTYARD_PACING_FILE: file }
+            : { POSTYARD_PACING: 'false' };
+          const r = await postyard(
+            `${b.name}, shaping ${on ? 'on' : 'off'}`,
+            { ...db.env, ...shaping },
+            sinkPort,
+            dnsAddress,
+          );
+          runs.push({ on, rate: r.rate });
+          console.log(`${r.label}: ${Math.round(r.rate)} msgs/s (peak RSS ${Math.round(r.rss)} MB)`);
+        } finally {
+          await db.drop();
+        }
+      }
+      const mean = (on: boolean) => {
+        const xs = runs.filter((r) => r.on === on).map((r) => r.rate);
+        return xs.reduce((a, c) => a + c, 0) / xs.length;
+      };
+      results.push(
+        { run: `${b.name}: shaping off`, 'msgs/s (mean of 2)': Math.round(mean(false)), ratio: 1 },
+        {
+          run: `${b.name}: shaping on, limits high`,
+          'msgs/s (mean of 2)': Math.round(mean(true)),
+          ratio: mean(true) / mean(false),
+        },
+      );
+      console.log(
+        `${b.name}: ratio shaping on / off (same run): ${(mean(true) / mean(false)).toFixed(3)}; target >= 0.9`,
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(table(results));
+}
+
 async function main() {
   console.log(`machine: ${machine()}; ${N} messages, RSA-2048 DKIM${TRACKING_MODE ? ', tracking on vs off' : ''}`);
   const dnsServer = await startDnsServer({
@@ -236,6 +320,16 @@ async function main() {
     'mx.dest.test': { A: ['127.0.0.1'] },
     's1._domainkey.bench.test': { TXT: [dkimDnsRecordValue(keys.publicKeyBase64).match(/.{1,255}/g) ?? []] },
   });
+  if (SHAPING_MODE) {
+    const sink = await startSink();
+    try {
+      await shapingCost(sink.port, dnsServer.address);
+    } finally {
+      await sink.close();
+      await dnsServer.close();
+    }
+    return;
+  }
   if (TRACKING_MODE) {
     const sink = await startSink();
     try {

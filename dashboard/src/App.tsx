@@ -19,6 +19,7 @@ import { Suppressions } from './pages/Suppressions.tsx';
 import { TemplateEditor } from './pages/TemplateEditor.tsx';
 import { Templates } from './pages/Templates.tsx';
 import { Warmup } from './pages/Warmup.tsx';
+import { Pacing } from './pages/Pacing.tsx';
 import { Webhooks } from './pages/Webhooks.tsx';
 
 interface PageProps {
@@ -46,6 +47,7 @@ const PAGES: Record<Exclude<PageName, 'login'>, (p: PageProps) => ReactNode> = {
   'ip-pools': () => <IpPools />,
   'ip-pool': ({ params }) => <IpPoolPage id={params.id ?? ''} />,
   warmup: () => <Warmup />,
+  pacing: () => <Pacing />,
   account: ({ session, reloadSession }) => <Account session={session} onChanged={reloadSession} />,
 };
 

@@ -6,6 +6,7 @@ import { registerDashboardPages } from './pages.ts';
 import { installDashboardSession } from './session.plugin.ts';
 import { registerTemplateDashboardRoutes } from '../templates/dashboard.routes.ts';
 import { registerIpPoolDashboardRoutes } from '../ip-pools/dashboard.routes.ts';
+import { registerPacingDashboardRoutes } from '../pacing/dashboard.routes.ts';
 
 /**
  * The web dashboard (docs/dashboard.md): its pages and its JSON API under /dashboard/api, in an
@@ -18,6 +19,7 @@ export async function registerDashboard(app: TypedApp, c: Container) {
     registerDashboardApiRoutes(child, c);
     registerTemplateDashboardRoutes(child, c);
     registerIpPoolDashboardRoutes(child, c);
+    registerPacingDashboardRoutes(child, c);
     await registerDashboardPages(child);
   });
 }

@@ -30,6 +30,7 @@ export const DASHBOARD_PAGES = [
   { path: '/ip-pools', page: 'ip-pools', nav: { label: 'IP pools' } },
   { path: '/ip-pools/:id', page: 'ip-pool', navParent: '/ip-pools' },
   { path: '/warmup', page: 'warmup', nav: { label: 'Warmup' } },
+  { path: '/pacing', page: 'pacing', nav: { label: 'Pacing' } },
   { path: '/settings/api-keys', page: 'api-keys', nav: { label: 'API keys', group: 'Settings' } },
   { path: '/settings/smtp', page: 'smtp', nav: { label: 'SMTP credentials', group: 'Settings' } },
   { path: '/settings/webhooks', page: 'webhooks', nav: { label: 'Webhooks', group: 'Settings' } },
