@@ -3,12 +3,19 @@ import { dialectSql, runSql } from '../../db/dialect.ts';
 import type { GroupCommit } from '../../db/group-commit.ts';
 import type { DB, MessagesTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
-import { classifyBounce } from '../delivery/bounce-rules.ts';
-import { type AttemptRecord, eventFor, type Outcome } from '../delivery/outcomes.ts';
 import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
-import type { InboundReport, RecipientStatus } from './report-parser.ts';
+import {
+  bounceOf,
+  complaintEvent,
+  delayedEvent,
+  outcomeBase,
+  pickStatus,
+  type Row,
+  type Suppress,
+} from './report-effects.ts';
+import type { InboundReport } from './report-parser.ts';
 import type { VerpSigner } from './verp.ts';
 
 /**
@@ -39,8 +46,6 @@ interface Pending {
   resolve(result: ReportResult): void;
   reject(err: unknown): void;
 }
-
-type Row = MessagesTable & { mail_type: string; tags: string };
 
 /**
  * Called in the transaction with the bounces and complaints a batch recorded (each message's
@@ -285,14 +290,6 @@ interface Candidates {
   signed: string[];
 }
 
-interface Suppress {
-  tenant: string;
-  identifier: string;
-  reason_category: 'hard_bounce' | 'complaint';
-  source: 'bounce' | 'complaint';
-  description: string;
-}
-
 /** The message a report is about: a VERP token's message, or for fbl@ one of the allowed tenants'. */
 function pick(target: ReportTarget, c: Candidates, rows: Map<string, Row>): Row | null {
   if (target.kind === 'verp') return rows.get(target.messageId) ?? null;
@@ -308,95 +305,4 @@ function pick(target: ReportTarget, c: Candidates, rows: Map<string, Row>): Row 
     if (allowed(r)) return r;
   }
   return null;
-}
-
-function outcomeBase(row: Row) {
-  const { mail_type, tags, ...msg } = row;
-  return { msg: msg as MessagesTable, mailType: mail_type, tags: JSON.parse(tags) as string[] };
-}
-
-function bounceOf(row: Row, status: RecipientStatus) {
-  // A failure without any code is still the remote's final word: read it as permanent.
-  const bounce = classifyBounce({
-    ...(status.smtpCode !== null ? { code: status.smtpCode } : status.enhancedCode ? {} : { code: 550 }),
-    ...(status.enhancedCode ? { enhancedCode: status.enhancedCode } : {}),
-    text: status.diagnostic,
-  });
-  const diagnostic = status.diagnostic.replaceAll('\u0000', '').slice(0, 1000);
-  const outcome: Outcome & { kind: 'bounced' } = {
-    ...outcomeBase(row),
-    kind: 'bounced',
-    attempt: reportAttempt(status, diagnostic),
-    bounce,
-    diagnostic,
-  };
-  const event = eventFor(outcome, row.attempt_count);
-  event.data = { ...event.data, async: true, rule: bounce.rule, remote_mta: status.remoteMta };
-  // The same automatic suppression a synchronous bounce gives (outcomes.ts suppressIfProven).
-  const suppress: Suppress | null = bounce.suppress
-    ? {
-        tenant: row.tenant_id,
-        identifier: row.recipient,
-        reason_category: 'hard_bounce',
-        source: 'bounce',
-        description: diagnostic.slice(0, 500),
-      }
-    : null;
-  return { outcome, event, suppress };
-}
-
-function delayedEvent(row: Row, status: RecipientStatus): NewEvent {
-  const diagnostic = status.diagnostic.replaceAll('\u0000', '').slice(0, 1000);
-  const event = eventFor(
-    {
-      ...outcomeBase(row),
-      kind: 'deferred',
-      attempt: reportAttempt(status, diagnostic),
-      nextAttemptAtMs: 0,
-      diagnostic,
-    },
-    row.attempt_count,
-  );
-  // The remote MTA retries on its own schedule, which the report does not give.
-  event.data = { ...event.data, next_attempt_at: null, async: true, remote_mta: status.remoteMta };
-  return event;
-}
-
-function complaintEvent(row: Row, feedbackType: string, userAgent: string | null): NewEvent {
-  const base = outcomeBase(row);
-  return {
-    tenantId: row.tenant_id,
-    type: 'message.complained',
-    transmissionId: row.transmission_id,
-    messageId: row.id,
-    recipient: row.recipient,
-    mailType: base.mailType,
-    tags: base.tags,
-    metadata: row.metadata || '{}',
-    data: { feedback_type: feedbackType, user_agent: userAgent, async: true },
-  };
-}
-
-/** The recipient entry about our recipient; with one failed/delayed entry only, that one. */
-export function pickStatus(entries: RecipientStatus[], recipient: string): RecipientStatus | null {
-  const relevant = entries.filter((e) => e.action !== 'other');
-  const exact = relevant.find((e) => e.recipient?.toLowerCase() === recipient.toLowerCase());
-  if (exact) return exact;
-  return relevant.length === 1 ? (relevant[0] ?? null) : null;
-}
-
-/** The report as an attempt record, for the event's smtp_code / enhanced_code (not stored as an attempt). */
-function reportAttempt(status: RecipientStatus, diagnostic: string): AttemptRecord {
-  const at = nowIso();
-  return {
-    startedAt: at,
-    finishedAt: at,
-    mxHost: status.remoteMta,
-    address: null,
-    tls: false,
-    smtpCode: status.smtpCode,
-    enhancedCode: status.enhancedCode,
-    response: diagnostic,
-    transcript: [],
-  };
 }
