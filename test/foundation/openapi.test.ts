@@ -131,5 +131,7 @@ describe('GET /v1/openapi.json', () => {
         expect(ok, `${what}: ${JSON.stringify(validate.errors)}`).toBe(true);
       }
     }
-  });
+    // Every catalog route twice, each answer checked against the whole document (examples
+    // included): 9-11 s alone, past vitest's 30 s default when the suite runs beside it.
+  }, 120_000);
 });
