@@ -90,7 +90,8 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in Chromium', () => {
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.waitForURL(`${base}/`);
     await page.locator('.chart-svg').first().waitFor();
-    expect(await page.locator('.chart-svg').count()).toBe(2);
+    // Sent and delivered; deferred, bounced and complaints; opens and clicks (people and machines).
+    expect(await page.locator('.chart-svg').count()).toBe(3);
     const rate = await page.locator('.stat-card', { hasText: 'Delivery rate' }).locator('dd').first().textContent();
     expect(rate).toMatch(/^\d+(\.\d)?%$/);
     expect(await page.locator('.stat-card', { hasText: 'Sent' }).locator('dd').first().textContent()).not.toBe('0');

@@ -136,9 +136,28 @@ export interface Message {
   created_at: string;
   updated_at: string;
   attempts: Attempt[];
+  /** Only on the dashboard's message endpoint. */
+  engagement?: Engagement;
 }
 
-export type SeriesName = 'sent' | 'delivered' | 'deferred' | 'bounced' | 'complaints' | 'failed' | 'suppressed';
+export type SeriesName =
+  | 'sent'
+  | 'delivered'
+  | 'deferred'
+  | 'bounced'
+  | 'complaints'
+  | 'failed'
+  | 'suppressed'
+  | 'opens'
+  | 'opens_machine'
+  | 'clicks'
+  | 'clicks_machine';
+
+/** Opens and clicks of one message; machines = privacy proxies and link scanners (`machine: true`). */
+export interface Engagement {
+  opens: { people: number; machines: number };
+  clicks: { people: number; machines: number };
+}
 
 export interface Stats {
   range: '24h' | '7d' | '30d';

@@ -1,6 +1,6 @@
 import { Empty, ErrorBox, Loading, PageHeader, StatusBadge, Time } from '../components/ui.tsx';
 import { ApiError, api, type Page, query } from '../lib/api.ts';
-import { eventSummary } from '../lib/format.ts';
+import { eventSummary, formatNumber } from '../lib/format.ts';
 import { useAsync } from '../lib/hooks.ts';
 import { Link } from '../lib/router.tsx';
 import type { Attempt, EventItem, Message } from '../lib/types.ts';
@@ -114,6 +114,27 @@ export function MessagePage({ id }: { id: string }) {
               ) : null}
             </dl>
           </section>
+          {m.engagement ? (
+            <section className="card" aria-labelledby="engagement">
+              <h2 id="engagement">Opens and clicks</h2>
+              <dl className="props">
+                <dt>Opens</dt>
+                <dd data-testid="opens">
+                  {formatNumber(m.engagement.opens.people)} by people, {formatNumber(m.engagement.opens.machines)} by
+                  machines
+                </dd>
+                <dt>Clicks</dt>
+                <dd data-testid="clicks">
+                  {formatNumber(m.engagement.clicks.people)} by people, {formatNumber(m.engagement.clicks.machines)} by
+                  machines
+                </dd>
+              </dl>
+              <p className="hint">
+                Machines are mail-privacy proxies and link scanners (Apple Mail Privacy Protection, Gmail's image proxy,
+                security gateways): they fetch images and follow links without a person reading.
+              </p>
+            </section>
+          ) : null}
           <h2>Delivery attempts</h2>
           {m.attempts.length === 0 ? (
             <Empty title="No delivery attempt yet">

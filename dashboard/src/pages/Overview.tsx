@@ -16,6 +16,13 @@ const VOLUME = [
   { key: 'sent', label: 'Sent', color: '#2563eb' },
   { key: 'delivered', label: 'Delivered', color: '#059669' },
 ];
+// People solid colours, machines (privacy proxies, link scanners) the same hue lighter.
+const ENGAGEMENT = [
+  { key: 'opens', label: 'Opens (people)', color: '#0891b2' },
+  { key: 'opens_machine', label: 'Opens (machines)', color: '#67e8f9' },
+  { key: 'clicks', label: 'Clicks (people)', color: '#c2410c' },
+  { key: 'clicks_machine', label: 'Clicks (machines)', color: '#fdba74' },
+];
 const PROBLEMS = [
   { key: 'deferred', label: 'Deferred', color: '#d97706' },
   { key: 'bounced', label: 'Bounced', color: '#dc2626' },
@@ -34,6 +41,8 @@ export function Overview({ session }: { session: Session }) {
         ['Deferred', formatNumber(s.totals.deferred)],
         ['Bounced', formatNumber(s.totals.bounced)],
         ['Complaints', formatNumber(s.totals.complaints)],
+        ['Opens', formatNumber(s.totals.opens), `people; ${formatNumber(s.totals.opens_machine)} more by machines`],
+        ['Clicks', formatNumber(s.totals.clicks), `people; ${formatNumber(s.totals.clicks_machine)} more by machines`],
         ['Delivery rate', formatPercent(s.delivery_rate), 'delivered ÷ (delivered + bounced + failed)'],
       ]
     : [];
@@ -91,6 +100,12 @@ export function Overview({ session }: { session: Session }) {
               title="Deferred, bounced and complaints"
               buckets={s.buckets as Bucket[]}
               series={PROBLEMS}
+              bucket={s.bucket}
+            />
+            <LineChart
+              title="Opens and clicks, people and machines"
+              buckets={s.buckets as Bucket[]}
+              series={ENGAGEMENT}
               bucket={s.bucket}
             />
           </div>

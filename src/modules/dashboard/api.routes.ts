@@ -11,7 +11,7 @@ import { importCsv } from '../suppressions/csv-upload.ts';
 import { SuppressionsQuery } from '../suppressions/suppressions.schema.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from '../webhooks/webhooks.schema.ts';
 import { sessionOf } from './session.plugin.ts';
-import { overviewStats, RANGES, type RangeName } from './stats.ts';
+import { messageEngagement, overviewStats, RANGES, type RangeName } from './stats.ts';
 
 /**
  * The dashboard's JSON API: thin routes over the same services as /v1 (so every rule, limit and
@@ -57,9 +57,10 @@ export function registerDashboardApiRoutes(app: TypedApp, c: Container) {
   app.get(`${P}/events`, { config, schema: { hide: true, querystring: EventsQuery } }, async (req) =>
     c.events.list(tenant(req), pageQuery(req.query)),
   );
-  app.get(`${P}/messages/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
-    c.transmissions.getMessage(tenant(req), req.params.id),
-  );
+  app.get(`${P}/messages/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) => {
+    const m = await c.transmissions.getMessage(tenant(req), req.params.id); // 404 first: another tenant's id
+    return { ...m, engagement: await messageEngagement(c.database.db, tenant(req), req.params.id) };
+  });
   app.get(`${P}/transmissions/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
     c.transmissions.get(tenant(req), req.params.id),
   );

@@ -13,7 +13,23 @@ export const SERIES = {
   failed: 'message.failed',
   suppressed: 'message.suppressed',
 } as const;
-export type SeriesName = keyof typeof SERIES;
+/**
+ * Opens and clicks, counted apart for people and machines (`data.machine`, tracking/machine.ts):
+ * `opens`/`clicks` are people, `opens_machine`/`clicks_machine` privacy proxies and scanners.
+ */
+export const ENGAGEMENT = {
+  'message.opened': ['opens', 'opens_machine'],
+  'message.clicked': ['clicks', 'clicks_machine'],
+} as const;
+type EngagementName = (typeof ENGAGEMENT)[keyof typeof ENGAGEMENT][number];
+export type SeriesName = keyof typeof SERIES | EngagementName;
+
+/**
+ * True when an event's data says machine. `data` is JSON.stringify output, where a quote inside a
+ * string value is always escaped, so this text can only be the key itself: one LIKE on both
+ * backends, no JSON functions (which differ between SQLite and PostgreSQL).
+ */
+const IS_MACHINE = sql<number>`case when data like '%"machine":true%' then 1 else 0 end`;
 
 export const RANGES = {
   '24h': { hours: 24, bucket: 'hour' },
@@ -39,7 +55,19 @@ export interface OverviewStats {
 const HOUR = 3600_000;
 
 function zero(): Counts {
-  return { sent: 0, delivered: 0, deferred: 0, bounced: 0, complaints: 0, failed: 0, suppressed: 0 };
+  return {
+    sent: 0,
+    delivered: 0,
+    deferred: 0,
+    bounced: 0,
+    complaints: 0,
+    failed: 0,
+    suppressed: 0,
+    opens: 0,
+    opens_machine: 0,
+    clicks: 0,
+    clicks_machine: 0,
+  };
 }
 
 /** Bucket start (ms) of `ms`: the UTC hour or the UTC day. */
@@ -87,7 +115,24 @@ export async function overviewStats(
     buckets.push(Object.assign(counts, { start: iso }));
     index.set(iso.slice(0, bucket === 'hour' ? 13 : 10), counts);
   }
+  const engagement = await db
+    .selectFrom('events')
+    .select([key.as('b'), 'type', IS_MACHINE.as('m'), (eb) => eb.fn.countAll<number>().as('n')])
+    .where('tenant_id', '=', tenantId)
+    .where('type', 'in', Object.keys(ENGAGEMENT))
+    .where('id', '>=', uuidFloor(start))
+    .where('created_at', '>=', from)
+    .groupBy([key, 'type', IS_MACHINE])
+    .execute();
   const totals = zero();
+  for (const row of engagement) {
+    const names = ENGAGEMENT[row.type as keyof typeof ENGAGEMENT];
+    const counts = index.get(row.b);
+    if (!names || !counts) continue;
+    const name = names[Number(row.m) === 1 ? 1 : 0];
+    counts[name] += Number(row.n);
+    totals[name] += Number(row.n);
+  }
   for (const row of rows) {
     const name = byType.get(row.type);
     const counts = index.get(row.b);
@@ -106,4 +151,28 @@ export async function overviewStats(
     totals,
     delivery_rate: finished === 0 ? null : totals.delivered / finished,
   };
+}
+
+export interface Engagement {
+  opens: { people: number; machines: number };
+  clicks: { people: number; machines: number };
+}
+
+/** One message's opens and clicks, people and machines apart (the dashboard's message page). */
+export async function messageEngagement(db: Executor, tenantId: string, messageId: string): Promise<Engagement> {
+  const rows = await db
+    .selectFrom('events')
+    .select(['type', IS_MACHINE.as('m'), (eb) => eb.fn.countAll<number>().as('n')])
+    .where('tenant_id', '=', tenantId)
+    .where('message_id', '=', messageId)
+    .where('type', 'in', Object.keys(ENGAGEMENT))
+    .groupBy(['type', IS_MACHINE])
+    .execute();
+  const out: Engagement = { opens: { people: 0, machines: 0 }, clicks: { people: 0, machines: 0 } };
+  for (const r of rows) {
+    const into = r.type === 'message.opened' ? out.opens : out.clicks;
+    if (Number(r.m) === 1) into.machines += Number(r.n);
+    else into.people += Number(r.n);
+  }
+  return out;
 }
