@@ -1,6 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { Postyard, type PostyardOptions } from '@postyard/client';
-import { createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import {
+  createTenant,
+  createTestContext,
+  type TestContext,
+  type TestContextOptions,
+  type TestTenant,
+} from '../helpers/context.ts';
 import { FaultProxy } from './fault-proxy.ts';
 
 /** The real server listening on loopback, a tenant, and a fault-injecting proxy in front of it. */
@@ -15,8 +21,8 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-export async function startLiveServer(): Promise<LiveServer> {
-  const ctx = await createTestContext();
+export async function startLiveServer(opts: TestContextOptions = {}): Promise<LiveServer> {
+  const ctx = await createTestContext(opts);
   await ctx.app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
   const tenant = await createTenant(ctx);

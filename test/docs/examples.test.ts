@@ -1,5 +1,8 @@
 /**
- * Every example of docs/api.md and docs/quickstart.md runs against a real server:
+ * Every example of docs/api.md and docs/quickstart.md runs against a real server started with
+ * exactly the configuration docs/quickstart.md tells the reader to use (the variables of its
+ * `npm start` command, nothing else: not the suite's usual test settings); docs/api.md sends
+ * newcomers to the quickstart first, so its examples run against the same server:
  * - ```sh run blocks: executed by bash with the real `curl`, POSTYARD_URL/POSTYARD_KEY pointing at
  *   a test server, and ids ($WEBHOOK_ID, ...) of fresh resources; every curl must answer 2xx, or
  *   the status given as `expect=NNN`;
@@ -16,7 +19,7 @@ import { Postyard } from '@postyard/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { countRows, type LiveServer, MAIL, startLiveServer } from '../client/helpers.ts';
 import { SPAWN_TEST_TIMEOUT_MS, SPAWN_TIMEOUT_MS } from '../helpers/server-process.ts';
-import { type FencedBlock, fencedBlocks } from './markdown.ts';
+import { type FencedBlock, fencedBlocks, startCommandEnv } from './markdown.ts';
 
 const run = promisify(execFile);
 const DOCS = join(import.meta.dirname, '../../docs');
@@ -60,7 +63,11 @@ const MAKERS: Record<string, () => Promise<string>> = {
 };
 
 beforeAll(async () => {
-  live = await startLiveServer();
+  // e.g. { POSTYARD_DEV_MODE: 'true' }; only the data dir and silent logs are added.
+  live = await startLiveServer({
+    exactEnv: true,
+    env: startCommandEnv(readFileSync(join(DOCS, 'quickstart.md'), 'utf8')),
+  });
   client = new Postyard({ apiKey: live.tenant.apiKey, baseUrl: live.baseUrl });
   workDir = mkdtempSync(join(tmpdir(), 'postyard-doc-examples-'));
   Object.assign(env, { POSTYARD_URL: live.baseUrl, POSTYARD_KEY: live.tenant.apiKey });

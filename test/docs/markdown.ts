@@ -112,3 +112,25 @@ export function normalizeNumbers(text: string): string {
 export function mentionsNumber(text: string, n: number): boolean {
   return new RegExp(`(^|[^\\d.])${n}(?![\\d])`).test(normalizeNumbers(text));
 }
+
+/**
+ * The environment a page tells the reader to start Postyard with: the `NAME=value` assignments
+ * in front of `npm start` in the first fenced block that runs it, e.g.
+ * `npm install && POSTYARD_DEV_MODE=true npm start` gives `{ POSTYARD_DEV_MODE: 'true' }`.
+ * Walkthrough tests start their server with exactly this, so page and test cannot drift apart.
+ */
+export function startCommandEnv(md: string): Record<string, string> {
+  for (const block of fencedBlocks(md)) {
+    for (const line of block.code.split('\n')) {
+      const m = /(?:^|&&|;)\s*((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)npm start\b/.exec(line.replace(/#.*$/, ''));
+      if (!m) continue;
+      const env: Record<string, string> = {};
+      for (const pair of (m[1] ?? '').trim().split(/\s+/).filter(Boolean)) {
+        const eq = pair.indexOf('=');
+        env[pair.slice(0, eq)] = pair.slice(eq + 1).replace(/^(['"])(.*)\1$/, '$2');
+      }
+      return env;
+    }
+  }
+  throw new Error('no `npm start` command in a fenced block of this page');
+}

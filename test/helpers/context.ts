@@ -29,6 +29,12 @@ export interface TestContextOptions {
   env?: Record<string, string>;
   /** Reuse another context's database (a second "node"). */
   shareWith?: TestContext;
+  /**
+   * Only `env` (plus the data dir, silent logs and the test database), without the suite's
+   * defaults (development mode, private webhook targets, rate and auth-failure limits off): for
+   * tests that must run exactly the configuration a page of the docs tells the reader to use.
+   */
+  exactEnv?: boolean;
 }
 
 async function createPgSchema(): Promise<string> {
@@ -74,19 +80,26 @@ export async function createTestContext(opts: TestContextOptions = {}): Promise<
   const owner = !opts.shareWith;
   const dataDir = opts.shareWith?.dataDir ?? mkdtempSync(join(tmpdir(), 'postyard-test-'));
   const pgSchema = opts.shareWith ? opts.shareWith.pgSchema : TEST_DATABASE_URL ? await createPgSchema() : null;
-  const env: Record<string, string> = {
-    POSTYARD_DATA_DIR: dataDir,
-    POSTYARD_LOG_LEVEL: 'silent',
-    POSTYARD_DEV_MODE: 'true',
-    POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
-    POSTYARD_RATE_LIMIT_RPS: '0',
-    // Suites send many bad keys from one address; test/security/brute-force.test.ts turns it on.
-    POSTYARD_AUTH_FAILURES_PER_IP: '0',
-    POSTYARD_SHUTDOWN_GRACE_SECONDS: '2',
-    ...(TEST_DATABASE_URL ? { DATABASE_URL: TEST_DATABASE_URL } : {}),
-    ...(opts.shareWith?.env ?? {}),
-    ...(opts.env ?? {}),
-  };
+  const env: Record<string, string> = opts.exactEnv
+    ? {
+        POSTYARD_DATA_DIR: dataDir,
+        POSTYARD_LOG_LEVEL: 'silent',
+        ...(TEST_DATABASE_URL ? { DATABASE_URL: TEST_DATABASE_URL } : {}),
+        ...(opts.env ?? {}),
+      }
+    : {
+        POSTYARD_DATA_DIR: dataDir,
+        POSTYARD_LOG_LEVEL: 'silent',
+        POSTYARD_DEV_MODE: 'true',
+        POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
+        POSTYARD_RATE_LIMIT_RPS: '0',
+        // Suites send many bad keys from one address; test/security/brute-force.test.ts turns it on.
+        POSTYARD_AUTH_FAILURES_PER_IP: '0',
+        POSTYARD_SHUTDOWN_GRACE_SECONDS: '2',
+        ...(TEST_DATABASE_URL ? { DATABASE_URL: TEST_DATABASE_URL } : {}),
+        ...(opts.shareWith?.env ?? {}),
+        ...(opts.env ?? {}),
+      };
   const config = loadConfig(env);
   const c = await createContainer(config, createLogger(config.logLevel), pgSchema ? { pgSchema } : {});
   const app = await buildApp(c);

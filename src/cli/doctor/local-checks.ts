@@ -32,7 +32,7 @@ export function checkConfig(cfg: Config): Finding[] {
     out.push(
       fail(
         'config',
-        'the bounce host is "localhost": sending domains would publish SPF include:localhost and a return-path CNAME to localhost',
+        'the bounce host is "localhost": sending domains get no SPF and no return-path record, and bounces cannot come back',
         'set POSTYARD_BOUNCE_HOST (or POSTYARD_EHLO_NAME) to a public host name that routes back to this server',
       ),
     );

@@ -19,6 +19,10 @@
  * - DMARC: TXT `_dmarc.<domain>` = `v=DMARC1; p=none;` (monitoring only; we never suggest a policy
  *   that could block the customer's other mail). Verified when a DMARC record exists at the
  *   domain or at a parent (an organizational-domain policy covers subdomains). Recommended.
+ * - No bounce host configured (POSTYARD_BOUNCE_HOST unset and the EHLO name an address literal:
+ *   the placeholder `localhost`): the SPF and return-path records are left out rather than shown
+ *   as `include:localhost` and a CNAME to localhost, records nobody can usefully publish. The
+ *   first verification after a bounce host is configured adds them (completeRecords).
  * - DNS answers: NXDOMAIN / NODATA mean "absent" (the record fails); any other error (SERVFAIL,
  *   timeout, refused) is transient and leaves the record's previous status untouched, with an
  *   explanation, so a flaky resolver never un-verifies a domain.
@@ -47,6 +51,9 @@ export function dkimRecordName(selector: string, domain: string): string {
   return `${selector}._domainkey.${domain}`;
 }
 
+/** The bounce host's value when none is configured (config.ts): fit for development only. */
+export const NO_BOUNCE_HOST = 'localhost';
+
 export function buildRecords(opts: {
   domain: string;
   selector: string;
@@ -55,7 +62,7 @@ export function buildRecords(opts: {
 }): DnsRecord[] {
   const { domain, selector, publicKeyBase64, bounceHost } = opts;
   const base = { status: 'pending' as const, last_checked_at: null, error: null };
-  return [
+  const records: DnsRecord[] = [
     {
       purpose: 'dkim',
       type: 'TXT',
@@ -75,6 +82,22 @@ export function buildRecords(opts: {
     },
     { purpose: 'dmarc', type: 'TXT', name: `_dmarc.${domain}`, value: 'v=DMARC1; p=none;', required: false, ...base },
   ];
+  if (bounceHost !== NO_BOUNCE_HOST) return records;
+  return records.filter((r) => r.purpose !== 'spf' && r.purpose !== 'return_path');
+}
+
+/**
+ * A domain's stored records plus those buildRecords left out while no bounce host was configured,
+ * once one is (in buildRecords' order; stored records keep their values and statuses).
+ */
+export function completeRecords(
+  stored: DnsRecord[],
+  opts: { domain: string; selector: string; publicKeyBase64: string; bounceHost: string },
+): DnsRecord[] {
+  const have = new Set(stored.map((r) => r.purpose));
+  const all = buildRecords(opts);
+  if (all.every((r) => have.has(r.purpose))) return stored;
+  return all.map((r) => stored.find((s) => s.purpose === r.purpose) ?? r);
 }
 
 type Lookup<T> = { kind: 'found'; value: T } | { kind: 'absent' } | { kind: 'error'; code: string };

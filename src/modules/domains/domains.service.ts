@@ -9,7 +9,14 @@ import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
 import { generateDkimKey } from './dkim-keygen.ts';
-import { buildRecords, type CheckResult, DnsChecker, type DnsRecord, RETURN_PATH_LABEL } from './dns-records.ts';
+import {
+  buildRecords,
+  type CheckResult,
+  completeRecords,
+  DnsChecker,
+  type DnsRecord,
+  RETURN_PATH_LABEL,
+} from './dns-records.ts';
 import { candidateDomains, normalizeDomain } from './domain-names.ts';
 import { trackingBaseFor, validTrackingHostname, verifiedTrackingHost, withTrackingHost } from './tracking-host.ts';
 import {
@@ -235,7 +242,12 @@ export class DomainsService {
   async verify(tenantId: string, id: string): Promise<DomainView> {
     const row = await findDomain(this.db, tenantId, id);
     if (!row) throw notFound('Sending domain');
-    const records = JSON.parse(row.records) as DnsRecord[];
+    const records = completeRecords(JSON.parse(row.records) as DnsRecord[], {
+      domain: row.domain,
+      selector: row.dkim_selector,
+      publicKeyBase64: row.dkim_public_key,
+      bounceHost: this.config.bounceHost,
+    });
     // The tracking host name's record is the tenant's choice, not one buildRecords makes: keep it.
     const tracking = (JSON.parse(row.records) as DnsRecord[]).find((r) => r.purpose === 'tracking');
     if (tracking && !records.some((r) => r.purpose === 'tracking')) records.push(tracking);
