@@ -114,7 +114,9 @@ export class FairClaimer {
     this.cursor = rows.length < TENANTS_PER_CLAIM ? '' : (rows.at(-1)?.tenant_id ?? '');
     const tenants = rows.map((r) => r.tenant_id).filter((t) => !skip.has(t));
     if (tenants.length === 0) return [];
-    const share = Math.max(1, Math.ceil(limit / tenants.length));
+    // Rounded down: every tenant walked gets its full share (the cursor moves past all of them);
+    // rounded up, the batch filled before the last few, which the cursor then skipped.
+    const share = Math.max(1, Math.floor(limit / tenants.length));
     if (isPostgres(db)) {
       return runSql<MessagesTable>(db, TAKE_FAIR_PG, [until, workerId, now, tenants, share, limit]);
     }
