@@ -43,6 +43,18 @@ export function siteLabel(site: string | null | undefined): string {
   return bySite.has(site) ? site : 'other';
 }
 
+/** MX host -> site label: the suffix rules run once per host, not once per message. */
+const hostSites = new Map<string, string>();
+function siteOfHost(host: string): string {
+  let label = hostSites.get(host);
+  if (label === undefined) {
+    label = siteLabel(siteFor(host).site);
+    if (hostSites.size >= 4096) hostSites.clear();
+    hostSites.set(host, label);
+  }
+  return label;
+}
+
 const cache = new WeakMap<Registry, MailMetrics>();
 
 // Render and signing are sub-millisecond to tens of ms; delivery can take up to the 72 h schedule.
@@ -133,7 +145,7 @@ export function mailMetrics(registry: Registry): MailMetrics {
  */
 export function countOutcome(m: MailMetrics, o: Outcome, nowMs = Date.now()): void {
   const host = o.attempt?.mxHost;
-  m.deliveryAttempts.inc({ outcome: o.kind, site: host ? siteLabel(siteFor(host).site) : 'none' });
+  m.deliveryAttempts.inc({ outcome: o.kind, site: host ? siteOfHost(host) : 'none' });
   if (o.kind === 'delivered' && !o.sandbox) {
     const accepted = Date.parse(o.msg.created_at);
     if (!Number.isNaN(accepted)) m.acceptToDelivered.observe(Math.max(0, nowMs - accepted) / 1000);
