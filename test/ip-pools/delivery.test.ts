@@ -141,6 +141,20 @@ describe('IP pools in delivery', () => {
     expect(countBy(delivered(side))).toEqual({ '127.0.0.4': 3 });
   });
 
+  it('two addresses each get their own connections to a site: 120 messages split 60/60, none left waiting', async () => {
+    const t = await createTenant(ctx, 'Shop <news@shop.test>');
+    await api(t, 'POST', '/v1/ip-pools', {
+      name: 'even',
+      default: true,
+      addresses: [{ address: '127.0.0.2' }, { address: '127.0.0.3' }],
+    });
+    // 60 per address: enough for one address's queue to want every connection of the site.
+    const emails = Array.from({ length: 120 }, (_, i) => `e${i}@dest.test`);
+    const id = await send(t, emails);
+    await until('120 delivered', async () => (await rows(id)).every((r) => r.state === 'delivered'), 30_000);
+    expect(countBy(delivered(emails))).toEqual({ '127.0.0.2': 60, '127.0.0.3': 60 });
+  }, 60_000);
+
   it('a message keeps its address across a retry (sink answers 4xx first)', async () => {
     const t = await createTenant(ctx, 'Shop <news@shop.test>');
     await api(t, 'POST', '/v1/ip-pools', {

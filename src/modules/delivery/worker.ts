@@ -284,15 +284,20 @@ export class DeliveryWorker {
       while (
         q.lanes < wanted &&
         q.jobs.length > 0 &&
-        this.slots.tryAcquire(r.route.site, r.route.limits.maxConnections)
+        this.slots.tryAcquire(queueKey(r.route.site, q.source), r.route.limits.maxConnections)
       ) {
         q.lanes++;
         const lane = this.lane(q, r.route).finally(() => {
           q.lanes--;
-          this.slots.release(r.route.site);
+          // Connection limits are per site x source address (docs/ip-pools.md).
+          this.slots.release(queueKey(r.route.site, q.source));
           this.lanes.delete(lane);
           if (q.jobs.length > 0) this.pump(domain, q);
           else if (q.lanes === 0) this.queues.delete(domain);
+          // A slot came free: queues of other domains waiting without a lane may be on this site
+          // (they are pumped only by new messages otherwise, and would wait for them).
+          for (const [key, other] of this.queues)
+            if (other !== q && other.lanes === 0 && other.jobs.length > 0) this.pump(key, other);
         });
         this.lanes.add(lane);
       }
