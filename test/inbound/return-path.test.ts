@@ -48,3 +48,26 @@ describe('return path without a registered sending domain', () => {
     expect(ev).toMatchObject({ tenant: h.b.tenantId, data: { feedback_type: 'abuse' } });
   });
 });
+
+describe('return path while no bounce host is configured (development)', () => {
+  let dev: Harness;
+  beforeAll(async () => {
+    // POSTYARD_BOUNCE_HOST unset and an address-literal EHLO name: the `localhost` placeholder.
+    dev = await startHarness({ POSTYARD_BOUNCE_HOST: '', POSTYARD_EHLO_NAME: '[127.0.0.1]' });
+  });
+  afterAll(() => dev?.close());
+
+  it('the envelope sender keeps the From domain, not bounces+...@localhost', async () => {
+    expect(dev.ctx.c.config.bounceHost).toBe('localhost');
+    const sent = await deliver(dev, dev.b, 'dev@dest.test');
+    expect(sent.envelopeFrom).toMatch(/^bounces\+[a-z2-7]{43}@other\.test$/);
+    // Should a bounce reach the listener there anyway, it still counts.
+    const info = await sendInbound(
+      dev.inbound.port,
+      [sent.envelopeFrom],
+      corpus.postfixDsn({ ...sent, fromDomain: 'other.test' }),
+    );
+    expect(info.response).toMatch(/^250 .*bounce/);
+    expect(await stateOf(dev, sent.messageId)).toBe('bounced');
+  });
+});

@@ -5,6 +5,7 @@ import { dkimSign, dkimSignatureHeader } from './dkim.ts';
 import { isStatic, mergeData, renderContent, storedKeys } from '../../templates/render-content.ts';
 import { fromSharedBody, type SharedInput } from './shared-body.ts';
 import { buildMessage } from './mime.ts';
+import { NO_BOUNCE_HOST } from '../../domains/dns-records.ts';
 import {
   applyTracking,
   messageToken,
@@ -121,7 +122,10 @@ function ensureHeaders(raw: Buffer, messageId: string): Buffer {
  * not forged, src/modules/inbound/verp.ts), and the DKIM signature of the From domain's key.
  * The return-path domain is the sending domain's (its `bounces.` record once verified, else the
  * bounce host: domains.service.ts signingKeyFor) or, for a From domain that is not a registered
- * sending domain, `bounceHost`: never the From domain itself, whose MX is not ours (docs/inbound.md).
+ * sending domain, `bounceHost`: not the From domain, whose MX is not ours (docs/inbound.md).
+ * Only while no bounce host is configured at all (the `localhost` placeholder, development) is it
+ * the From domain: `bounces+...@localhost` would be refused by receivers that check the sender's
+ * domain, and nothing of ours could receive the bounces there either.
  */
 export async function renderMessage(
   msg: MessagesTable,
@@ -133,7 +137,7 @@ export async function renderMessage(
   const started = performance.now();
   const fromDomain = tx.fromDomain ?? 'localhost';
   const messageId = `${msg.id}@${fromDomain}`;
-  const returnPathDomain = key?.returnPathDomain ?? bounceHost;
+  const returnPathDomain = key?.returnPathDomain ?? (bounceHost === NO_BOUNCE_HOST ? fromDomain : bounceHost);
   const plan = withTrackingBase(tx.options.tracking ?? null, key?.trackingBase);
   const envelopeFrom = `bounces+${verpToken}@${returnPathDomain}`;
   // CRLF lines only, before signing (src/lib/line-ends.ts): submission normalises already, this
@@ -153,7 +157,9 @@ export async function renderMessage(
   if (personal === null || isStatic(c)) {
     const tracked = perRecipient(plan) ? plan : null;
     const parts = await fromSharedBody(
-      tx.id,
+      // The tracking base is in the composed body: a tracking host name verified or removed while
+      // a transmission is being sent gives the rest of its messages a body of their own.
+      tracked ? `${tx.id} ${tracked.base}` : tx.id,
       to,
       messageId,
       () =>
