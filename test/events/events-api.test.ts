@@ -208,14 +208,29 @@ describe('retention', () => {
       ctx,
       Array.from({ length: 6 }, () => newEvent(t.tenantId, { tags: ['old'] })),
     );
-    const ids = rows.map((r) => r.id);
+    // An event written at `iso`: its created_at, and its UUIDv7 id's time prefix with it (ids are
+    // minted right after created_at is read; retention walks the id range: migration 016).
+    const backdate = async (list: string[], iso: string) => {
+      const out: string[] = [];
+      for (const id of list) {
+        const moved = uuidFloor(Date.parse(iso)).slice(0, 13) + id.slice(13);
+        await db.updateTable('events').set({ id: moved, created_at: iso }).where('id', '=', id).execute();
+        await db.updateTable('event_tags').set({ event_id: moved }).where('event_id', '=', id).execute();
+        await db.updateTable('webhook_outbox').set({ event_id: moved }).where('event_id', '=', id).execute();
+        out.push(moved);
+      }
+      return out;
+    };
     const old = new Date(Date.now() - 31 * 86_400_000).toISOString();
-    await db.updateTable('events').set({ created_at: old }).where('id', 'in', ids).execute();
+    let ids = await backdate(
+      rows.map((r) => r.id),
+      old,
+    );
     // ids[0] still waits for fan-out; ids[4] is queued for a webhook, which keeps it and every
     // later event of the tenant (ids[5]); ids[1..3] are done.
     await db.deleteFrom('webhook_outbox').where('event_id', 'in', ids.slice(1)).execute();
     const older = new Date(Date.now() - 32 * 86_400_000).toISOString();
-    await db.updateTable('events').set({ created_at: older }).where('id', 'in', ids.slice(0, 4)).execute();
+    ids = [...(await backdate(ids.slice(0, 4), older)), ...ids.slice(4)];
     const unitId = newId();
     await db
       .insertInto('webhook_queue')

@@ -13,6 +13,8 @@ import * as m011 from './011_templates.ts';
 import * as m012 from './012_tracking.ts';
 import * as m014 from './014_ip_pools.ts';
 import * as m015 from './015_pacing.ts';
+import * as m016 from './016_events_indexes.ts';
+import * as m017 from './017_events_partitions.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +32,6 @@ export const migrations: Record<string, Migration> = {
   '012_tracking': m012,
   '014_ip_pools': m014,
   '015_pacing': m015,
+  '016_events_indexes': m016,
+  '017_events_partitions': m017,
 };

@@ -1,4 +1,5 @@
 import { type Compilable, type SelectQueryBuilder, sql } from 'kysely';
+import { isPostgres } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { DB, EventsTable } from '../../db/schema.ts';
 
@@ -15,6 +16,11 @@ export interface EventFilter {
   to?: string;
   /** Keyset: only events with id < beforeId (the last id of the previous page). */
   beforeId?: string;
+  /**
+   * Only events with id >= sinceId (a uuidFloor), with a matching created_at bound so PostgreSQL
+   * prunes the day partitions below it (listEvents' widening search; not an API parameter).
+   */
+  sinceMs?: number;
 }
 
 /**
@@ -67,6 +73,14 @@ function filtered(db: Executor, tenantId: string, f: EventFilter, types: string[
     q = q.where('events.created_at', '<', f.to).where(idCol, '<', uuidFloor(Date.parse(f.to) + TO_SLACK_MS));
   }
   if (f.beforeId !== undefined) q = q.where(idCol, '<', f.beforeId);
+  if (f.sinceMs !== undefined) {
+    // The id bound alone decides (a suffix in id order, so keyset pages stay exact); the
+    // created_at bound is implied by it (created_at is at most ms before the id's time) and is
+    // there for partition pruning.
+    q = q
+      .where(idCol, '>=', uuidFloor(f.sinceMs))
+      .where('events.created_at', '>=', new Date(f.sinceMs - TO_SLACK_MS).toISOString());
+  }
   return q.orderBy(idCol, 'desc').limit(f.limit + 1);
 }
 
@@ -93,8 +107,29 @@ export function listEventsQuery(
     .limit(f.limit + 1) as unknown as Compilable<EventsTable> & { execute(): Promise<EventsTable[]> };
 }
 
+/** Windows tried, newest first, before a query without `from` reads every day partition. */
+const WIDENING_DAYS = [1, 7];
+
 export async function listEvents(db: Executor, tenantId: string, f: EventFilter): Promise<EventsTable[]> {
+  // PostgreSQL keeps a partition per day (migration 017): a page with no lower time bound would
+  // probe every day's index. Most pages are filled by the newest day or week (before the cursor),
+  // so try those first and read every day only when they hold less than a page.
+  if (isPostgres(db) && f.from === undefined) {
+    const top = f.beforeId !== undefined ? uuidTimeMs(f.beforeId) : Date.now();
+    const end = f.to !== undefined ? Math.min(top, Date.parse(f.to) + TO_SLACK_MS) : top;
+    if (Number.isFinite(end)) {
+      for (const days of WIDENING_DAYS) {
+        const rows = await listEventsQuery(db, tenantId, { ...f, sinceMs: end - days * 86_400_000 }).execute();
+        if (rows.length > f.limit) return rows;
+      }
+    }
+  }
   return listEventsQuery(db, tenantId, f).execute();
+}
+
+/** The millisecond time of a UUIDv7 text (NaN when it is not one). */
+function uuidTimeMs(id: string): number {
+  return Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
 }
 
 /**
@@ -107,6 +142,9 @@ export async function expiredEventIds(db: Executor, cutoff: string, chunk: numbe
   const rows = await db
     .selectFrom('events as e')
     .select('e.id')
+    // The primary key range (migration 016 dropped the created_at index); created_at stays the
+    // exact test. Ids are UUIDv7 minted after created_at was read: see uuidFloor above.
+    .where('e.id', '<', uuidFloor(Date.parse(cutoff)))
     .where('e.created_at', '<', cutoff)
     .where(({ not, exists, selectFrom }) =>
       not(exists(selectFrom('webhook_outbox as o').select('o.event_id').whereRef('o.event_id', '=', 'e.id'))),

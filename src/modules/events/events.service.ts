@@ -7,6 +7,7 @@ import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
 import { toEventView } from './events.repo.ts';
 import { deleteEvents, type EventFilter, expiredEventIds, listEvents } from './events.query.ts';
 import { EVENT_TYPES, type EventView } from './events.types.ts';
+import { dropExpiredPartitions, ensurePartitions } from './partitions.ts';
 
 /** Raw query parameters of GET /v1/events (already limited in length by the route schema). */
 export interface EventsQueryInput {
@@ -83,6 +84,10 @@ export function parseEventsQuery(q: EventsQueryInput, cursors: CursorCodec): Eve
 export interface RetentionResult {
   events: number;
   deliveries: number;
+  /** PostgreSQL: whole days dropped (their partitions), as YYYY-MM-DD. */
+  days?: string[];
+  /** PostgreSQL: day partitions created ahead. */
+  created?: number;
 }
 
 /**
@@ -115,6 +120,13 @@ export class EventsService {
     const chunk = opts.chunk ?? 2000;
     const maxRows = opts.maxRows ?? 500_000;
     const out: RetentionResult = { events: 0, deliveries: 0 };
+    // PostgreSQL: the days ahead exist before their first insert, and whole expired days go as
+    // one DROP each; the rows left (a day still needed by a webhook, the default partition) are
+    // deleted below like on SQLite.
+    const created = await ensurePartitions(db, opts.now ?? Date.now());
+    if (created) out.created = created;
+    const days = await dropExpiredPartitions(db, cutoff);
+    if (days.length) out.days = days;
     while (out.events < maxRows) {
       const ids = await expiredEventIds(db, cutoff, chunk);
       if (ids.length === 0) break;

@@ -1,0 +1,171 @@
+/**
+ * node --import tsx bench/events-partitions.ts — events on PostgreSQL partitioned by day
+ * (migration 017) at scale: BENCH_EVENTS events (default 10,000,000) over 30 daily partitions,
+ * generated with INSERT ... SELECT generate_series (20 tenants; the measured one has 1 in 20).
+ * Prints:
+ * - GET /v1/events p50/p99 over real HTTP (`postyard start --roles api`, autocannon, 8
+ *   connections, BENCH_DURATION s per filter): newest page, type, recipient, transmission, tag,
+ *   one-day window, and whether the window's plan touches one partition;
+ * - retention of one day: DROP of its partitions (dropExpiredPartitions) against a row DELETE of
+ *   the next day (same size), in the same run.
+ * Needs BENCH_DATABASE_URL (a fresh database is created next to it and dropped).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { CompiledQuery } from 'kysely';
+import { migrateToLatest, openDatabase } from '../src/db/index.ts';
+import { listEventsQuery } from '../src/modules/events/events.query.ts';
+import { createDay, dropExpiredPartitions, listDayPartitions } from '../src/modules/events/partitions.ts';
+import { freePort, machine, spawnNode, stop, table, waitHttp } from './lib.ts';
+import { freshPgDatabase } from './lib-pg.ts';
+
+const N = Number(process.env.BENCH_EVENTS ?? 10_000_000);
+const DURATION = Number(process.env.BENCH_DURATION ?? 5);
+const PG_URL = process.env.BENCH_DATABASE_URL ?? '';
+const DAY = 86_400_000;
+const TODAY = Math.floor(Date.now() / DAY) * DAY;
+const START = TODAY - 30 * DAY;
+const CHUNK = 1_000_000;
+if (!PG_URL) throw new Error('BENCH_DATABASE_URL is required');
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const fresh = await freshPgDatabase(PG_URL);
+const dir = mkdtempSync(join(tmpdir(), 'postyard-partitions-'));
+const env = {
+  DATABASE_URL: fresh.url,
+  POSTYARD_DATA_DIR: dir,
+  POSTYARD_LOG_LEVEL: 'warn',
+  POSTYARD_RATE_LIMIT_RPS: '0',
+  POSTYARD_DEV_MODE: 'true',
+};
+const database = openDatabase({ databaseUrl: fresh.url, dataDir: dir, poolSize: 2 });
+const q = (text: string, params: unknown[] = []) => database.db.executeQuery(CompiledQuery.raw(text, params));
+try {
+  await migrateToLatest(database);
+  const out = execFileSync(
+    process.execPath,
+    ['bin/postyard.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
+    { env: { ...process.env, ...env } },
+  ).toString();
+  const { tenant_id: tenant, api_key: key } = JSON.parse(out) as { tenant_id: string; api_key: string };
+  for (let d = START; d < TODAY; d += DAY) await createDay(database.db, d);
+  console.log(`machine: ${machine()}; ${(await listDayPartitions(database.db)).length} day partitions`);
+
+  const step = Math.floor((TODAY - START) / N);
+  const t0 = performance.now();
+  for (let from = 1; from <= N; from += CHUNK) {
+    const to = Math.min(N, from + CHUNK - 1);
+    await q(
+      `insert into events (tenant_id, id, type, created_at, transmission_id, message_id, recipient, mail_type, tags, metadata, data)
+       select case when g % 20 = 0 then $1 else 'other-' || (g % 20) end,
+         substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3) || '-' || substr(r, 7, 12),
+         case when g % 1000 = 20 then 'message.complained' else (array['message.accepted','message.delivered','message.opened','message.clicked'])[1 + (g / 20) % 4] end,
+         to_char(to_timestamp(ms / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+         't' || (g / 400), 'm' || (g / 4), 'r' || ((g / 4) % 100000) || '@example.com', 'transactional', '[]', '{}', '{}'
+       from (select g, ${START}::bigint + g::bigint * ${step} as ms,
+               lpad(to_hex(${START}::bigint + g::bigint * ${step}), 12, '0') as h, md5(g::text) as r
+             from generate_series(${from}, ${to}) g) s`,
+      [tenant],
+    );
+    console.log(`  ${to} events (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+  }
+  await q(
+    `insert into event_tags (tenant_id, tag, event_id) select tenant_id, 'promo', id from events where right(message_id, 1) = '7'`,
+  );
+  await q('analyze events');
+  await q('analyze event_tags');
+  const genS = (performance.now() - t0) / 1000;
+
+  // A one-day window's plan: the partitions it reads.
+  const win = { from: iso(START + 10 * DAY + 3_600_000), to: iso(START + 10 * DAY + 7_200_000) };
+  const compiled = listEventsQuery(database.db, tenant, { limit: 50, types: [], ...win }).compile();
+  const plan = await database.db.executeQuery<{ 'QUERY PLAN': string }>(
+    CompiledQuery.raw(`explain (costs off) ${compiled.sql}`, [...compiled.parameters]),
+  );
+  const planText = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+  const partitionsRead = new Set(planText.match(/events_p\d{8}/g) ?? []).size;
+
+  const port = await freePort();
+  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'api'], { ...env, POSTYARD_HTTP_PORT: String(port) });
+  const url = `http://127.0.0.1:${port}`;
+  const rows: Record<string, string | number>[] = [];
+  try {
+    await waitHttp(`${url}/healthz`);
+    const filters: Record<string, string> = {
+      'newest page': '',
+      'type (common)': 'type=message.delivered',
+      'type (rare)': 'type=message.complained',
+      recipient: 'recipient=r1240%40example.com',
+      transmission_id: 'transmission_id=t1000',
+      tag: 'tag=promo',
+      'one hour window, 10 days ago': `from=${encodeURIComponent(win.from)}&to=${encodeURIComponent(win.to)}`,
+    };
+    for (const [name, query] of Object.entries(filters)) {
+      const r = await autocannon({
+        url: `${url}/v1/events?limit=50${query ? `&${query}` : ''}`,
+        connections: 8,
+        duration: DURATION,
+        headers: { authorization: `Bearer ${key}` },
+      });
+      rows.push({
+        filter: name,
+        'req/s': Math.round(r.requests.average),
+        'p50 ms': r.latency.p50,
+        'p99 ms': r.latency.p99,
+        non2xx: r.non2xx + r.errors,
+      });
+    }
+  } finally {
+    await stop(child);
+  }
+
+  // Retention: the oldest day by DROP, the next day (same size) by row DELETE.
+  const count = async (lo: number) =>
+    Number(
+      (
+        await database.db.executeQuery<{ n: number }>(
+          CompiledQuery.raw(`select count(*)::int as n from events where created_at >= $1 and created_at < $2`, [
+            iso(lo),
+            iso(lo + DAY),
+          ]),
+        )
+      ).rows[0]?.n,
+    );
+  const dropRows = await count(START);
+  const d0 = performance.now();
+  const dropped = await dropExpiredPartitions(database.db, iso(START + DAY));
+  const dropMs = performance.now() - d0;
+  const delRows = await count(START + DAY);
+  const r0 = performance.now();
+  await database.db.transaction().execute(async (trx) => {
+    const lo = START + DAY;
+    await trx.executeQuery(
+      CompiledQuery.raw(
+        `delete from event_tags where event_id in (select id from events where created_at >= $1 and created_at < $2)`,
+        [iso(lo), iso(lo + DAY)],
+      ),
+    );
+    await trx.executeQuery(
+      CompiledQuery.raw(`delete from events where created_at >= $1 and created_at < $2`, [iso(lo), iso(lo + DAY)]),
+    );
+  });
+  const deleteMs = performance.now() - r0;
+
+  console.log(`\n${N} events over 30 day partitions generated in ${genS.toFixed(0)} s`);
+  console.log(`one-hour window plan reads ${partitionsRead} day partition(s):\n${planText}\n`);
+  console.log(table(rows));
+  console.log(
+    table([
+      { retention: `drop day partition ${dropped.join(',')}`, rows: dropRows, ms: Math.round(dropMs) },
+      { retention: 'row DELETE of the next day', rows: delRows, ms: Math.round(deleteMs) },
+    ]),
+  );
+  console.log('targets: events API p99 < 20 ms; a day dropped in < 1 s');
+} finally {
+  await database.close();
+  await fresh.drop();
+  rmSync(dir, { recursive: true, force: true });
+}
