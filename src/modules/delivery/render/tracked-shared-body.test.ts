@@ -102,3 +102,42 @@ describe('tracked shared bodies', () => {
     expect(parts).toBeNull();
   });
 });
+
+describe('tracked shared bodies and the tracking host name', () => {
+  it('a transmission whose tracking base changes mid-way gives later messages the new base', async () => {
+    const { renderMessage } = await import('./renderer.ts');
+    const { generateDkimKeyPair } = await import('./dkim.ts');
+    const keys = generateDkimKeyPair();
+    const tx = {
+      id: randomUUID(),
+      content: {
+        subject: 'Sale',
+        from: 'Shop <shop@mail.example.com>',
+        reply_to: null,
+        text: null,
+        html,
+        headers: {},
+        attachments: [],
+        template_id: null,
+      },
+      raw: null,
+      options: { tracking: plan },
+      fromDomain: 'mail.example.com',
+    };
+    const key = (trackingBase?: string) => ({
+      domainName: 'mail.example.com',
+      keySelector: 's1',
+      privateKeyPem: keys.privateKeyPem,
+      returnPathDomain: 'bounces.mail.example.com',
+      ...(trackingBase ? { trackingBase } : {}),
+    });
+    const msg = (i: number) =>
+      ({ id: randomUUID(), recipient: `r${i}@example.net`, recipient_name: null, substitution_data: null }) as never;
+    const first = await renderMessage(msg(1), tx, key(), 'verp', 'bounce.example.com');
+    expect(first.raw.toString('latin1')).toContain('https://click.example.com/c/');
+    const later = await renderMessage(msg(2), tx, key('https://click.shop.example'), 'verp', 'bounce.example.com');
+    const text = later.raw.toString('latin1').replace(/=\r\n/g, '');
+    expect(text).toContain('https://click.shop.example/c/');
+    expect(text).not.toContain('https://click.example.com/');
+  });
+});
