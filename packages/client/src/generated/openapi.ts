@@ -1848,7 +1848,7 @@ export interface operations {
            *           "name": "example",
            *           "addresses": [
            *             {
-           *               "address": "address",
+           *               "address": "192.0.2.25",
            *               "weight": 1,
            *               "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
            *             }
@@ -1967,7 +1967,7 @@ export interface operations {
          *       "name": "example",
          *       "addresses": [
          *         {
-         *           "address": "address"
+         *           "address": "192.0.2.25"
          *         }
          *       ]
          *     }
@@ -2005,7 +2005,7 @@ export interface operations {
            *       "name": "example",
            *       "addresses": [
            *         {
-           *           "address": "address",
+           *           "address": "192.0.2.25",
            *           "weight": 1,
            *           "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
            *         }
@@ -2167,7 +2167,7 @@ export interface operations {
            *       "name": "example",
            *       "addresses": [
            *         {
-           *           "address": "address",
+           *           "address": "192.0.2.25",
            *           "weight": 1,
            *           "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
            *         }
@@ -2447,7 +2447,7 @@ export interface operations {
            *       "name": "example",
            *       "addresses": [
            *         {
-           *           "address": "address",
+           *           "address": "192.0.2.25",
            *           "weight": 1,
            *           "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
            *         }
@@ -2799,7 +2799,7 @@ export interface operations {
            *         {
            *           "site": "site",
            *           "mx": [
-           *             "mx"
+           *             "mx1.example.com"
            *           ],
            *           "max_connections": 1,
            *           "messages_per_connection": 1,
@@ -2933,7 +2933,7 @@ export interface operations {
            * @example {
            *       "site": "site",
            *       "mx": [
-           *         "mx"
+           *         "mx1.example.com"
            *       ],
            *       "max_connections": 1,
            *       "messages_per_connection": 1,
@@ -3084,7 +3084,7 @@ export interface operations {
            * @example {
            *       "site": "site",
            *       "mx": [
-           *         "mx"
+           *         "mx1.example.com"
            *       ],
            *       "max_connections": 1,
            *       "messages_per_connection": 1,
@@ -3250,13 +3250,13 @@ export interface operations {
            *       "data": [
            *         {
            *           "site": "site",
-           *           "source_address": "source address",
+           *           "source_address": "192.0.2.25",
            *           "rule": "rule",
            *           "action": "action",
            *           "factor": 1,
-           *           "reason": "reason",
+           *           "reason": "hard_bounce",
            *           "started_at": "2026-11-26T10:00:00.000Z",
-           *           "until": "until"
+           *           "until": "2026-11-26T11:00:00.000Z"
            *         }
            *       ],
            *       "next_cursor": null
@@ -3384,7 +3384,7 @@ export interface operations {
            *               "purpose": "dkim",
            *               "type": "TXT",
            *               "name": "example",
-           *               "value": "value",
+           *               "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA0u7l...",
            *               "required": true,
            *               "status": "pending",
            *               "last_checked_at": "2026-11-26T10:00:00.000Z",
@@ -3554,7 +3554,7 @@ export interface operations {
            *           "purpose": "dkim",
            *           "type": "TXT",
            *           "name": "example",
-           *           "value": "value",
+           *           "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA0u7l...",
            *           "required": true,
            *           "status": "pending",
            *           "last_checked_at": "2026-11-26T10:00:00.000Z",
@@ -3744,7 +3744,7 @@ export interface operations {
            *           "purpose": "dkim",
            *           "type": "TXT",
            *           "name": "example",
-           *           "value": "value",
+           *           "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA0u7l...",
            *           "required": true,
            *           "status": "pending",
            *           "last_checked_at": "2026-11-26T10:00:00.000Z",
@@ -4001,7 +4001,7 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "tracking_hostname": "tracking hostname"
+         *       "tracking_hostname": "click.mail.example.com"
          *     }
          */
         'application/json': {
@@ -4033,7 +4033,7 @@ export interface operations {
            *           "purpose": "dkim",
            *           "type": "TXT",
            *           "name": "example",
-           *           "value": "value",
+           *           "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA0u7l...",
            *           "required": true,
            *           "status": "pending",
            *           "last_checked_at": "2026-11-26T10:00:00.000Z",
@@ -4210,7 +4210,7 @@ export interface operations {
            *           "purpose": "dkim",
            *           "type": "TXT",
            *           "name": "example",
-           *           "value": "value",
+           *           "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA0u7l...",
            *           "required": true,
            *           "status": "pending",
            *           "last_checked_at": "2026-11-26T10:00:00.000Z",
@@ -4948,7 +4948,7 @@ export interface operations {
         };
         /**
          * @example {
-         *       "file": "file"
+         *       "file": "identifier,type,reason_category\nann@example.com,email,manual\n"
          *     }
          */
         'multipart/form-data': {
