@@ -32,6 +32,17 @@ describe('defaults (README.md "Configuration")', () => {
     expect(c.databaseUrl).toBeNull();
   });
 
+  it('/metrics of a node without the api role on 9464, bound like the HTTP API (docs/operations.md "Metrics")', () => {
+    expect(c.metricsPort).toBe(9464);
+    expect(c.metricsHost).toBe('127.0.0.1');
+    const set = loadConfig({ POSTYARD_HTTP_HOST: '0.0.0.0', POSTYARD_METRICS_PORT: '9100' });
+    expect([set.metricsHost, set.metricsPort]).toEqual(['0.0.0.0', 9100]);
+    expect(loadConfig({ POSTYARD_HTTP_HOST: '0.0.0.0', POSTYARD_METRICS_HOST: '10.0.0.5' }).metricsHost).toBe(
+      '10.0.0.5',
+    );
+    expect(configError({ POSTYARD_METRICS_PORT: '70000' }).message).toContain('POSTYARD_METRICS_PORT');
+  });
+
   it('direct MX delivery on port 25 with the system resolver', () => {
     expect(c.relayUrl).toBeNull();
     expect(c.dnsServers).toBeNull();
