@@ -205,3 +205,42 @@ const findSql = shapedSql(1000, (param, _dialect, n: number) => {
   const list = Array.from({ length: n }, (_, i) => param(i + 3)).join(', ');
   return `select "id", "identifier", "reason_category", "scope" from "suppressions" where "tenant_id" = ${param(1)} and "type" = ${param(2)} and "identifier" in (${list})`;
 });
+
+type Match = Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category' | 'scope'>;
+
+/**
+ * The accept-time lookup: email rows among `emails` and domain rows among `domains`, in one
+ * statement (two index ranges, UNION ALL) when both lists fit one chunk: on PostgreSQL every
+ * statement of an accept is a round trip its batch waits for.
+ */
+export async function findEmailsAndDomains(
+  db: Executor,
+  tenantId: string,
+  emails: readonly string[],
+  domains: readonly string[],
+): Promise<{ emailRows: Match[]; domainRows: Match[] }> {
+  if (emails.length > IN_CHUNK || domains.length > IN_CHUNK || emails.length === 0 || domains.length === 0) {
+    return {
+      emailRows: await findByIdentifiers(db, tenantId, 'email', emails),
+      domainRows: await findByIdentifiers(db, tenantId, 'domain', domains),
+    };
+  }
+  const rows = await runSql<Match & { type: string }>(db, findBothSql(db, emails.length, domains.length), [
+    tenantId,
+    ...emails,
+    tenantId,
+    ...domains,
+  ]);
+  return { emailRows: rows.filter((r) => r.type === 'email'), domainRows: rows.filter((r) => r.type === 'domain') };
+}
+
+const findBothSql = shapedSql(1000, (param, _dialect, e: number, d: number) => {
+  const cols = `"id", "identifier", "reason_category", "scope", "type"`;
+  const emails = Array.from({ length: e }, (_, i) => param(i + 2)).join(', ');
+  const domains = Array.from({ length: d }, (_, i) => param(i + 3 + e)).join(', ');
+  // Parameters in text order (SQLite binds `?` positionally): the tenant is bound once per branch.
+  return (
+    `select ${cols} from "suppressions" where "tenant_id" = ${param(1)} and "type" = 'email' and "identifier" in (${emails}) ` +
+    `union all select ${cols} from "suppressions" where "tenant_id" = ${param(e + 2)} and "type" = 'domain' and "identifier" in (${domains})`
+  );
+});

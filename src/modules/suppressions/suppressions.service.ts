@@ -7,7 +7,7 @@ import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
 import { type CsvRecord, CsvRecordReader } from './csv-reader.ts';
 import {
   deleteSuppression,
-  findByIdentifiers,
+  findEmailsAndDomains,
   findSuppressionByIdentity,
   getSuppression,
   listSuppressions,
@@ -272,10 +272,7 @@ export class SuppressionsService {
     if (byNormalized.size === 0) return result;
     const domains = new Set<string>();
     for (const n of byNormalized.keys()) domains.add(domainOf(n));
-    const [emailRows, domainRows] = [
-      await findByIdentifiers(db, tenantId, 'email', [...byNormalized.keys()]),
-      await findByIdentifiers(db, tenantId, 'domain', [...domains]),
-    ];
+    const { emailRows, domainRows } = await findEmailsAndDomains(db, tenantId, [...byNormalized.keys()], [...domains]);
     const applies = (r: { scope?: string }) =>
       mailType === undefined || mailType === 'marketing' || (r.scope ?? 'all') === 'all';
     const byDomain = new Map(domainRows.filter(applies).map((r) => [r.identifier, r]));

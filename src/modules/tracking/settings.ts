@@ -39,6 +39,27 @@ export async function getTrackingSettings(db: Executor, tenantId: string): Promi
   return parse(row?.tracking_settings);
 }
 
+const perTransaction = new WeakMap<object, Map<string, Promise<TrackingSettings>>>();
+
+/**
+ * getTrackingSettings read once per transaction and tenant: the accepts of one group-commit batch
+ * (src/db/group-commit.ts) share the read instead of one round trip each. Only for transactions
+ * that do not change the settings themselves (the accept path).
+ */
+export function trackingSettingsOnce(trx: Executor, tenantId: string): Promise<TrackingSettings> {
+  let memo = perTransaction.get(trx);
+  if (!memo) {
+    memo = new Map();
+    perTransaction.set(trx, memo);
+  }
+  let hit = memo.get(tenantId);
+  if (!hit) {
+    hit = getTrackingSettings(trx, tenantId);
+    memo.set(tenantId, hit);
+  }
+  return hit;
+}
+
 /** Applies `patch` over the tenant's current settings; returns the result. */
 export async function patchTrackingSettings(
   db: Executor,

@@ -11,7 +11,7 @@ import { Pacer } from '../../lib/pacer.ts';
 import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
-import { getTrackingSettings, resolveTracking } from '../tracking/settings.ts';
+import { resolveTracking, trackingSettingsOnce } from '../tracking/settings.ts';
 import {
   findMessage,
   findTransmission,
@@ -138,7 +138,7 @@ export class TransmissionsService {
       raw_message: input.rawMessage ? input.rawMessage.toString('base64') : null,
       options: JSON.stringify({
         ...input.options,
-        ...resolveTracking(await getTrackingSettings(trx, tenantId), input.mailType, input.options),
+        ...resolveTracking(await trackingSettingsOnce(trx, tenantId), input.mailType, input.options),
         ...(ipPoolId ? { ip_pool_id: ipPoolId } : {}),
       }),
       total_accepted: accepted,
