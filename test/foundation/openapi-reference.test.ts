@@ -205,11 +205,12 @@ describe('webhooks', () => {
       const [single, batch] = examplesOf(media) as [Json, { events: Json[] }];
       expect(single.type).toBe(type);
       expectValid(type, '/components/schemas/Event', single);
-      expectValid(
-        `${type} batch`,
-        `/webhooks/${ptr(type)}/post/requestBody/content/${ptr('application/json')}/schema`,
-        batch,
-      );
+      const schema = `/webhooks/${ptr(type)}/post/requestBody/content/${ptr('application/json')}/schema`;
+      expectValid(`${type} single`, schema, single);
+      expectValid(`${type} batch`, schema, batch);
+      // The schema of one type refuses an event of another type.
+      const other = EVENT_TYPES.find((t) => t !== type) as string;
+      expect(ajv.validate({ $ref: `openapi.json#${schema}` }, { ...single, type: other }), type).toBe(false);
     }
   });
 });

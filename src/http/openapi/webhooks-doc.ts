@@ -72,6 +72,76 @@ const DATA: Record<EventType, { what: string; data: Record<string, unknown> }> =
   'webhook.test': { what: 'Sent by POST /v1/webhooks/{id}/test.', data: {} },
 };
 
+const str = { type: 'string' };
+const nstr = { type: ['string', 'null'] };
+const nint = { type: ['integer', 'null'] };
+const bool = { type: 'boolean' };
+const ASYNC = { type: 'boolean', description: 'Reported after delivery, by a DSN or report (docs/inbound.md).' };
+const CLIENT = {
+  user_agent: str,
+  ip: str,
+  first: { type: 'boolean', description: 'The first such event of this message (and link).' },
+  machine: { type: 'boolean', description: 'Likely a scanner or a privacy proxy, not a person (docs/tracking.md).' },
+};
+
+/** The fields of `data` per event type (docs/webhooks.md "Event payloads"); more may be added later. */
+const DATA_FIELDS: Record<EventType, Record<string, unknown>> = {
+  'message.accepted': {},
+  'message.suppressed': { reason_category: str, suppression_id: str },
+  'message.delivered': {
+    mx_host: nstr,
+    smtp_response: nstr,
+    tls: bool,
+    attempt: { type: 'integer' },
+    sandbox: { type: 'boolean', description: 'Present and true for sandbox sends (nothing left the server).' },
+  },
+  'message.deferred': {
+    smtp_code: nint,
+    enhanced_code: nstr,
+    diagnostic: str,
+    next_attempt_at: { ...nstr, format: 'date-time' },
+    async: ASYNC,
+    remote_mta: nstr,
+  },
+  'message.bounced': {
+    bounce_type: { type: 'string', enum: ['hard', 'soft', 'block'] },
+    category: str,
+    smtp_code: nint,
+    enhanced_code: nstr,
+    diagnostic: str,
+    async: ASYNC,
+    rule: nstr,
+    remote_mta: nstr,
+  },
+  'message.failed': { reason: str },
+  'message.complained': { feedback_type: str, user_agent: nstr, async: ASYNC },
+  'message.opened': CLIENT,
+  'message.clicked': { ...CLIENT, url: str },
+  'message.unsubscribed': {
+    method: { type: 'string', enum: ['one_click', 'page', 'mailto'] },
+    suppression_id: str,
+    user_agent: str,
+    ip: str,
+  },
+  'webhook.test': {},
+};
+
+/** The event of one type: the Event schema with its `type` fixed and its `data` fields named. */
+function eventOf(type: EventType, eventRef: string) {
+  return {
+    allOf: [
+      { $ref: eventRef },
+      {
+        type: 'object',
+        properties: {
+          type: { const: type },
+          data: { type: 'object', properties: DATA_FIELDS[type], additionalProperties: true },
+        },
+      },
+    ],
+  };
+}
+
 function eventExample(type: EventType) {
   const test = type === 'webhook.test';
   return {
@@ -132,13 +202,17 @@ export function webhooksDoc(eventRef: string): Record<string, unknown> {
               'application/json': {
                 schema: {
                   oneOf: [
-                    { $ref: eventRef },
+                    eventOf(type, eventRef),
                     {
                       type: 'object',
                       required: ['batch_id', 'events'],
                       properties: {
                         batch_id: { type: 'string' },
-                        events: { type: 'array', items: { $ref: eventRef } },
+                        events: {
+                          type: 'array',
+                          description: 'A batch may mix event types: each is one of the webhooks of this document.',
+                          items: { $ref: eventRef },
+                        },
                       },
                     },
                   ],

@@ -9322,9 +9322,16 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.accepted';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9386,9 +9393,27 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                /** @description Reported after delivery, by a DSN or report (docs/inbound.md). */
+                async?: boolean;
+                /** @enum {string} */
+                bounce_type?: 'hard' | 'soft' | 'block';
+                category?: string;
+                diagnostic?: string;
+                enhanced_code?: string | null;
+                remote_mta?: string | null;
+                rule?: string | null;
+                smtp_code?: number | null;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.bounced';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9450,9 +9475,24 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                /** @description The first such event of this message (and link). */
+                first?: boolean;
+                ip?: string;
+                /** @description Likely a scanner or a privacy proxy, not a person (docs/tracking.md). */
+                machine?: boolean;
+                url?: string;
+                user_agent?: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.clicked';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9514,9 +9554,21 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                /** @description Reported after delivery, by a DSN or report (docs/inbound.md). */
+                async?: boolean;
+                feedback_type?: string;
+                user_agent?: string | null;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.complained';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9578,9 +9630,25 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                /** @description Reported after delivery, by a DSN or report (docs/inbound.md). */
+                async?: boolean;
+                diagnostic?: string;
+                enhanced_code?: string | null;
+                /** Format: date-time */
+                next_attempt_at?: string | null;
+                remote_mta?: string | null;
+                smtp_code?: number | null;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.deferred';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9642,9 +9710,23 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                attempt?: number;
+                mx_host?: string | null;
+                /** @description Present and true for sandbox sends (nothing left the server). */
+                sandbox?: boolean;
+                smtp_response?: string | null;
+                tls?: boolean;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.delivered';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9706,9 +9788,18 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                reason?: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.failed';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9770,9 +9861,23 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                /** @description The first such event of this message (and link). */
+                first?: boolean;
+                ip?: string;
+                /** @description Likely a scanner or a privacy proxy, not a person (docs/tracking.md). */
+                machine?: boolean;
+                user_agent?: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.opened';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9834,9 +9939,19 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                reason_category?: string;
+                suppression_id?: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.suppressed';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9898,9 +10013,22 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                ip?: string;
+                /** @enum {string} */
+                method?: 'one_click' | 'page' | 'mailto';
+                suppression_id?: string;
+                user_agent?: string;
+              } & {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'message.unsubscribed';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
@@ -9962,9 +10090,16 @@ export interface operations {
     requestBody: {
       content: {
         'application/json':
-          | components['schemas']['Event']
+          | (components['schemas']['Event'] & {
+              data?: {
+                [key: string]: unknown;
+              };
+              /** @constant */
+              type?: 'webhook.test';
+            })
           | {
               batch_id: string;
+              /** @description A batch may mix event types: each is one of the webhooks of this document. */
               events: components['schemas']['Event'][];
             };
       };
