@@ -97,7 +97,8 @@ export function walkMessage(raw: Buffer): Promise<WalkedMessage> {
   return new Promise((resolve, reject) => {
     const splitter = new mailsplit.Splitter({ ignoreEmbedded: true, maxChildNodes: MAX_PARTS });
     let root: MimeNode | null = null;
-    let current: Collecting | null = null;
+    // Bodies by the node they belong to: a multipart's epilogue arrives after its last child.
+    const kept = new Map<MimeNode, Collecting>();
     const done: Collecting[] = [];
     splitter.on('data', (d: SplitterData) => {
       if (d.type === 'node') {
@@ -111,11 +112,20 @@ export function walkMessage(raw: Buffer): Promise<WalkedMessage> {
             : type === 'text/html' && !attachment
               ? 'html'
               : null;
-        current = role
-          ? { type, role, encoding: d.encoding || '', charset: d.charset || '', chunks: [], bytes: 0 }
-          : null;
-        if (current) done.push(current);
-      } else if (d.type === 'body' && current && current.bytes < SCAN_BYTES) {
+        if (!role) return;
+        const c: Collecting = {
+          type,
+          role,
+          encoding: d.encoding || '',
+          charset: d.charset || '',
+          chunks: [],
+          bytes: 0,
+        };
+        kept.set(d, c);
+        done.push(c);
+      } else if (d.type === 'body') {
+        const current = kept.get(d.node);
+        if (!current || current.bytes >= SCAN_BYTES) return;
         const value = d.value.subarray(0, SCAN_BYTES - current.bytes);
         current.chunks.push(value);
         current.bytes += value.length;
@@ -166,4 +176,4 @@ interface MimeNode {
   headers: { getList(): { key: string; line: string }[] };
 }
 
-type SplitterData = MimeNode | { type: 'body'; value: Buffer } | { type: 'data'; value: Buffer };
+type SplitterData = MimeNode | { type: 'body'; node: MimeNode; value: Buffer } | { type: 'data'; value: Buffer };
