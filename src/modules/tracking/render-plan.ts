@@ -5,7 +5,7 @@
  */
 import { rewriteHtml } from './rewrite.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
-import { signToken, type TrackingToken, verifyToken } from './token.ts';
+import { messageIdBytes, resignForMessage, signToken, type TrackingToken, tokenPayload, verifyToken } from './token.ts';
 
 export interface TrackingPlan {
   /** Tracking base URL, no trailing slash. */
@@ -123,6 +123,10 @@ const KINDS = ['click', 'open', 'unsubscribe'] as const;
 
 /** Placeholder token -> what it carries, so each message signs without verifying again. */
 const specs = new BoundedCache<string, TrackingToken>(4096);
+/** Placeholder token (verified once, above) -> its payload, re-signed per message. */
+const payloads = new BoundedCache<string, Buffer>(4096);
+/** The last message's id bytes: a message's ~20 tokens are made one after the other. */
+let lastId: { id: string; bytes: Buffer } | null = null;
 
 function placeholderSpec(plan: TrackingPlan, token: string): TrackingToken | null {
   const hit = specs.get(token);
@@ -160,9 +164,15 @@ export function sharedTrackedParts<T extends { html?: string; headers?: Record<s
 
 /** The message's own token in place of a placeholder token of sharedTrackedParts. */
 export function messageToken(plan: TrackingPlan, placeholder: string, messageId: string): string {
-  const t = placeholderSpec(plan, placeholder);
-  if (!t) throw new Error('not a placeholder token');
-  return signToken(plan.key, { ...t, messageId });
+  let payload = payloads.get(placeholder);
+  if (!payload) {
+    if (!placeholderSpec(plan, placeholder)) throw new Error('not a placeholder token');
+    payload = tokenPayload(placeholder);
+    payloads.set(placeholder, payload);
+  }
+  if (lastId?.id !== messageId) lastId = { id: messageId, bytes: messageIdBytes(messageId) };
+  // The same bytes signToken would sign for { ...spec, messageId }: only the message id differs.
+  return resignForMessage(plan.key, payload, lastId.bytes);
 }
 
 /** The plan with the sending domain's verified tracking host name as its base, when it has one. */

@@ -83,3 +83,24 @@ export function verifyToken(key: Uint8Array, token: string, expect: TokenKind): 
   const url = payload.subarray(20).toString('utf8');
   return { kind: 'click', messageId, link: payload.readUInt16BE(18), url };
 }
+
+/**
+ * The payload of a token known to be sound (no MAC check): for re-signing a placeholder token of
+ * our own for each message (tracking/render-plan.ts messageToken), without decoding it again.
+ */
+export function tokenPayload(token: string): Buffer {
+  const raw = Buffer.from(token, 'base64url');
+  return raw.subarray(0, raw.length - MAC_BYTES);
+}
+
+/** The message id as the 16 bytes a token carries. */
+export function messageIdBytes(messageId: string): Buffer {
+  return uuidBytes(messageId);
+}
+
+/** `payload` (a token's, from tokenPayload) for another message: same kind, link and URL. */
+export function resignForMessage(key: Uint8Array, payload: Buffer, messageId: Buffer): string {
+  const p = Buffer.from(payload);
+  messageId.copy(p, 2);
+  return Buffer.concat([p, mac(key, p)]).toString('base64url');
+}

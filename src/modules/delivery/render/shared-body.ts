@@ -23,7 +23,8 @@
  * message gets a copy with its own tokens written over them and its own body hash. When a marker
  * is not found as often as it was put in (a base64-encoded part), there is no shared body.
  */
-import { dkimBodyHash } from './dkim.ts';
+import { createHash } from 'node:crypto';
+import { dkimBodyHash, relaxedBody } from './dkim.ts';
 import { type BuildMessageInput, buildMessage } from './mime.ts';
 
 export interface SharedBodyParts {
@@ -43,6 +44,12 @@ interface SharedBody {
   body: Buffer;
   bodyHash: string;
   slots: Slot[];
+  /**
+   * With slots: the body in DKIM relaxed canonical form (latin1), where the markers are found
+   * again (relaxing only touches whitespace and line ends, which no marker holds), so each
+   * message's body hash is one SHA-256 over a patched copy instead of canonicalizing again.
+   */
+  relaxed: Buffer | null;
 }
 
 /** Where one marker was written: header lines (never folded inside a token) and body bytes. */
@@ -51,6 +58,8 @@ interface Slot {
   head: { line: number; col: number }[];
   /** Per occurrence in the body, the byte offset of each of the marker's characters. */
   body: number[][];
+  /** The same in the relaxed body (SharedBody.relaxed). */
+  relaxed: number[][];
 }
 
 const PLACEHOLDER_TO = 'recipient@placeholder.invalid';
@@ -102,7 +111,7 @@ function findInBody(text: string, marker: string): number[][] {
   return found;
 }
 
-function findSlots(lines: string[], bodyText: string, markers: Markers): Slot[] | null {
+function findSlots(lines: string[], bodyText: string, relaxedText: string, markers: Markers): Slot[] | null {
   const slots: Slot[] = [];
   for (const [marker, expected] of markers) {
     const head: Slot['head'] = [];
@@ -111,8 +120,9 @@ function findSlots(lines: string[], bodyText: string, markers: Markers): Slot[] 
         head.push({ line, col });
     });
     const body = findInBody(bodyText, marker);
-    if (head.length + body.length !== expected) return null;
-    slots.push({ marker, head, body });
+    const relaxed = findInBody(relaxedText, marker);
+    if (head.length + body.length !== expected || relaxed.length !== body.length) return null;
+    slots.push({ marker, head, body, relaxed });
   }
   return slots;
 }
@@ -134,9 +144,12 @@ async function compose(input: SharedInput, markers: Markers | undefined): Promis
   if (toAt < 0 || idAt < 0 || dateAt < 0) return null;
   const body = raw.subarray(split + 4);
   const bodyText = body.toString('latin1');
-  const slots = markers && markers.size > 0 ? findSlots(lines, bodyText, markers) : [];
+  const tracked = !!markers && markers.size > 0;
+  const relaxedText = tracked ? relaxedBody(bodyText) : '';
+  const slots = tracked ? findSlots(lines, bodyText, relaxedText, markers) : [];
   if (!slots) return null;
-  return { lines, toAt, idAt, dateAt, body, bodyHash: dkimBodyHash(bodyText), slots };
+  const relaxed = tracked ? Buffer.from(relaxedText, 'latin1') : null;
+  return { lines, toAt, idAt, dateAt, body, bodyHash: dkimBodyHash(bodyText), slots, relaxed };
 }
 
 /**
@@ -172,6 +185,7 @@ export async function fromSharedBody(
   if (t.slots.length === 0) return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash };
   if (!fill) return null;
   const body = Buffer.from(t.body);
+  const relaxed = Buffer.from(t.relaxed ?? Buffer.alloc(0));
   for (const slot of t.slots) {
     const value = fill(slot.marker);
     if (value.length !== slot.marker.length) return null;
@@ -180,8 +194,10 @@ export async function fromSharedBody(
       lines[line] = l.slice(0, col) + value + l.slice(col + value.length);
     }
     for (const at of slot.body) for (let i = 0; i < at.length; i++) body[at[i] as number] = value.charCodeAt(i);
+    for (const at of slot.relaxed) for (let i = 0; i < at.length; i++) relaxed[at[i] as number] = value.charCodeAt(i);
   }
-  return { head: lines.join('\r\n'), body, bodyHash: dkimBodyHash(body.toString('latin1')) };
+  // dkim.ts dkimBodyHash: SHA-256 of the relaxed body's latin1 bytes, base64.
+  return { head: lines.join('\r\n'), body, bodyHash: createHash('sha256').update(relaxed).digest('base64') };
 }
 
 /** Forgets every shared body (tests). */
