@@ -118,4 +118,36 @@ describe('pacing API', () => {
     // A rule for another site does not fire on this one.
     expect(await ctx.c.pacing.observe('gmail', 'gmail', '', '421 [TSS04]')).toBeNull();
   });
+
+  it('a slow rule (Gmail 4.7.28) halves the per-minute limit of that site x address without suspending it', async () => {
+    const row = await ctx.c.pacing.observe(
+      'gmail',
+      'gmail',
+      '192.0.2.9',
+      '421-4.7.28 Our system has detected an unusual rate',
+    );
+    expect(row).toMatchObject({ rule: 'gmail-4.7.28', action: 'slow', factor: 0.5 });
+    expect(ctx.c.pacing.isSuspended('gmail', '192.0.2.9')).toBe(false);
+    const base = { ...ctx.c.pacing.profile('gmail').limits, messagesPerMinute: 10 };
+    const grants = async (source: string) => {
+      let n = 0;
+      for (let i = 0; i < 10; i++)
+        if (
+          (await ctx.c.pacing.acquire({ site: 'gmail', profile: 'gmail', source, tenant: b.tenantId }, base)) === null
+        )
+          n++;
+      return n;
+    };
+    expect(await grants('192.0.2.9')).toBe(5);
+    // Another address at the same site is not slowed.
+    expect(await grants('192.0.2.10')).toBe(10);
+    const list = await call(ctx.app, 'GET', '/v1/pacing/suspensions', { key: a.apiKey });
+    expect(
+      list.json().data.find((x: { source_address: string | null }) => x.source_address === '192.0.2.9'),
+    ).toMatchObject({
+      site: 'gmail',
+      action: 'slow',
+      factor: 0.5,
+    });
+  });
 });
