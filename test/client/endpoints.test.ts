@@ -7,7 +7,8 @@ let live: LiveServer;
 let client: Postyard;
 
 beforeAll(async () => {
-  live = await startLiveServer();
+  // A bounce host, so new domains list the SPF and return-path records too (without one they are left out).
+  live = await startLiveServer({ env: { POSTYARD_BOUNCE_HOST: 'bounces.postyard-test.example' } });
   client = new Postyard({ apiKey: live.tenant.apiKey, baseUrl: live.baseUrl });
 });
 afterAll(async () => {

@@ -34,6 +34,7 @@ export const ENDPOINTS = {
   'sendingDomains.get': ['GET', '/v1/sending-domains/{id}'],
   'sendingDomains.delete': ['DELETE', '/v1/sending-domains/{id}'],
   'sendingDomains.verify': ['POST', '/v1/sending-domains/{id}/verify'],
+  'sendingDomains.update': ['PATCH', '/v1/sending-domains/{id}'],
   'templates.create': ['POST', '/v1/templates'],
   'templates.list': ['GET', '/v1/templates'],
   'templates.get': ['GET', '/v1/templates/{id}'],
@@ -44,6 +45,20 @@ export const ENDPOINTS = {
   'templates.preview': ['POST', '/v1/templates/{id}/preview'],
   'trackingSettings.get': ['GET', '/v1/tracking-settings'],
   'trackingSettings.update': ['PATCH', '/v1/tracking-settings'],
+  'ipPools.create': ['POST', '/v1/ip-pools'],
+  'ipPools.list': ['GET', '/v1/ip-pools'],
+  'ipPools.get': ['GET', '/v1/ip-pools/{id}'],
+  'ipPools.update': ['PATCH', '/v1/ip-pools/{id}'],
+  'ipPools.delete': ['DELETE', '/v1/ip-pools/{id}'],
+  'warmupPolicies.create': ['POST', '/v1/warmup-policies'],
+  'warmupPolicies.list': ['GET', '/v1/warmup-policies'],
+  'warmupPolicies.get': ['GET', '/v1/warmup-policies/{id}'],
+  'warmupPolicies.update': ['PATCH', '/v1/warmup-policies/{id}'],
+  'warmupPolicies.delete': ['DELETE', '/v1/warmup-policies/{id}'],
+  'pacing.listSites': ['GET', '/v1/pacing/sites'],
+  'pacing.getSite': ['GET', '/v1/pacing/sites/{site}'],
+  'pacing.putSite': ['PUT', '/v1/pacing/sites/{site}'],
+  'pacing.listSuspensions': ['GET', '/v1/pacing/suspensions'],
 } as const satisfies Record<string, readonly [HttpMethod, ApiPath]>;
 
 export type EndpointName = keyof typeof ENDPOINTS;
@@ -63,9 +78,11 @@ export const HELPERS = {
   'sendingDomains.iterate': 'sendingDomains.list',
   'templates.iterate': 'templates.list',
   'templates.iterateVersions': 'templates.versions',
+  'ipPools.iterate': 'ipPools.list',
+  'warmupPolicies.iterate': 'warmupPolicies.list',
 } as const satisfies Record<string, EndpointName>;
 
-/** `/v1/webhooks/{id}` with `{ id }` filled in (URI-encoded). */
+/** `/v1/webhooks/{id}` with `{ id }` (or `/v1/pacing/sites/{site}` with `{ site }`) filled in (URI-encoded). */
 export function fillPath(path: string, params: Record<string, string>): string {
   return path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
     const v = params[name];
@@ -84,6 +101,8 @@ export const KEYED_POSTS: ReadonlySet<EndpointName> = new Set<EndpointName>([
   'smtpCredentials.create',
   'sendingDomains.create',
   'templates.create',
+  'ipPools.create',
+  'warmupPolicies.create',
 ]);
 
 /**

@@ -50,7 +50,7 @@ export interface RetryInfo {
 
 /**
  * How safe it is to send a call again:
- * - `repeatable`: repeating has no further effect (GET, PATCH, DELETE, DNS re-check, CSV upsert,
+ * - `repeatable`: repeating has no further effect (GET, PUT, PATCH, DELETE, DNS re-check, CSV upsert,
  *   and every POST carrying an Idempotency-Key, which the server deduplicates).
  * - `unsent-only`: repeating would act twice (rotate-secret), so only failures that prove the
  *   request never reached a handler are retried: 429 (the limiter answers before any handler)

@@ -22,6 +22,7 @@ import {
   Transmissions,
   Webhooks,
 } from './resources.ts';
+import { IpPools, Pacing, WarmupPolicies } from './resources-sending.ts';
 
 export class Postyard {
   readonly transmissions: Transmissions;
@@ -34,6 +35,9 @@ export class Postyard {
   readonly sendingDomains: SendingDomains;
   readonly templates: Templates;
   readonly trackingSettings: TrackingSettings;
+  readonly ipPools: IpPools;
+  readonly warmupPolicies: WarmupPolicies;
+  readonly pacing: Pacing;
 
   /** Without `apiKey` / `baseUrl`, the environment's POSTYARD_API_KEY / POSTYARD_BASE_URL are used. */
   constructor(options: PostyardOptions = {}) {
@@ -48,6 +52,9 @@ export class Postyard {
     this.sendingDomains = new SendingDomains(http);
     this.templates = new Templates(http);
     this.trackingSettings = new TrackingSettings(http);
+    this.ipPools = new IpPools(http);
+    this.warmupPolicies = new WarmupPolicies(http);
+    this.pacing = new Pacing(http);
   }
 }
 

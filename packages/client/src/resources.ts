@@ -11,11 +11,11 @@ import type {
   SuppressionUpsertResult,
 } from './types.ts';
 
-type Ep<N extends EndpointName> = (typeof ENDPOINTS)[N];
-type Res<N extends EndpointName> = ResponseBody<Ep<N>[1], Ep<N>[0]>;
-type Body<N extends EndpointName> = RequestBody<Ep<N>[1], Ep<N>[0]>;
-type Query<N extends EndpointName> = QueryParams<Ep<N>[1], Ep<N>[0]>;
-type Filters<N extends EndpointName> = Ep<N>[1] extends ApiPath ? ListFilters<Ep<N>[1]> : never;
+export type Ep<N extends EndpointName> = (typeof ENDPOINTS)[N];
+export type Res<N extends EndpointName> = ResponseBody<Ep<N>[1], Ep<N>[0]>;
+export type Body<N extends EndpointName> = RequestBody<Ep<N>[1], Ep<N>[0]>;
+export type Query<N extends EndpointName> = QueryParams<Ep<N>[1], Ep<N>[0]>;
+export type Filters<N extends EndpointName> = Ep<N>[1] extends ApiPath ? ListFilters<Ep<N>[1]> : never;
 type Item<N extends EndpointName> = Res<N> extends Page<infer T> ? T : never;
 
 /** Options of an import: the server refuses Idempotency-Key there (imports are upserts, safe to repeat). */
@@ -34,20 +34,22 @@ export async function* paginate<T>(fetchPage: (cursor: string | undefined) => Pr
   } while (cursor !== undefined);
 }
 
-abstract class Resource {
+export abstract class Resource {
   constructor(protected readonly http: HttpClient) {}
 
   protected call<N extends EndpointName>(
     name: N,
-    args: { id?: string; query?: object | undefined; json?: unknown; form?: FormData },
+    args: { id?: string; params?: Record<string, string>; query?: object | undefined; json?: unknown; form?: FormData },
     opts?: RequestOptions,
   ): Promise<Res<N>> {
     const [method, path] = ENDPOINTS[name];
     const keyed = KEYED_POSTS.has(name) && args.form === undefined;
+    // `{id}` from `id`; other path parameters (`{site}`) from `params`.
+    const params = args.id === undefined ? args.params : { ...args.params, id: args.id };
     return this.http.request<Res<N>>(
       {
         method,
-        path: args.id === undefined ? path : fillPath(path, { id: args.id }),
+        path: params === undefined ? path : fillPath(path, params),
         query: args.query as Record<string, unknown> | undefined,
         json: args.json,
         ...(args.form ? { form: args.form } : {}),
@@ -225,6 +227,13 @@ export class SendingDomains extends Resource {
   /** Looks the records up in DNS now and updates each record's and the domain's status. */
   verify(id: string, opts?: RequestOptions) {
     return this.call('sendingDomains.verify', { id }, opts);
+  }
+  /**
+   * Sets (`{ tracking_hostname: 'click.example.com' }`) or removes (`null`) the tracking host name:
+   * its CNAME joins `dns_records`, pending until the next `verify` finds it.
+   */
+  update(id: string, body: Body<'sendingDomains.update'>, opts?: RequestOptions) {
+    return this.call('sendingDomains.update', { id, json: body }, opts);
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import type { components, paths } from './generated/openapi.ts';
 
-export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type ApiPath = keyof paths;
 
 /** The operation object of `M P` (never when the document has no such operation). */
@@ -81,6 +81,7 @@ export type CreatedSmtpCredential = ResponseBody<'/v1/smtp-credentials', 'POST'>
 
 export type SendingDomain = ResponseBody<'/v1/sending-domains/{id}', 'GET'>;
 export type SendingDomainCreate = RequestBody<'/v1/sending-domains', 'POST'>;
+export type SendingDomainUpdate = RequestBody<'/v1/sending-domains/{id}', 'PATCH'>;
 
 export type Template = Schemas['Template'];
 export type TemplateVersion = Schemas['TemplateVersion'];
@@ -88,6 +89,18 @@ export type TemplateCreate = RequestBody<'/v1/templates', 'POST'>;
 export type TemplateUpdate = RequestBody<'/v1/templates/{id}', 'PATCH'>;
 export type TemplatePreviewRequest = RequestBody<'/v1/templates/{id}/preview', 'POST'>;
 export type TemplatePreview = ResponseBody<'/v1/templates/{id}/preview', 'POST'>;
+
+export type IpPool = Schemas['IpPool'];
+export type IpPoolCreate = RequestBody<'/v1/ip-pools', 'POST'>;
+export type IpPoolUpdate = RequestBody<'/v1/ip-pools/{id}', 'PATCH'>;
+
+export type WarmupPolicy = Schemas['WarmupPolicy'];
+export type WarmupPolicyCreate = RequestBody<'/v1/warmup-policies', 'POST'>;
+export type WarmupPolicyUpdate = RequestBody<'/v1/warmup-policies/{id}', 'PATCH'>;
+
+export type PacingSite = Schemas['PacingSite'];
+export type PacingSiteLimits = RequestBody<'/v1/pacing/sites/{site}', 'PUT'>;
+export type PacingSuspension = Schemas['PacingSuspension'];
 
 /** A webhook request body: one event (single policy) or a batch (batch policy). */
 export type WebhookPayload = PostyardEvent | { batch_id: string; events: PostyardEvent[] };

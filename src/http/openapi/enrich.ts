@@ -51,6 +51,12 @@ export const TAGS: { name: string; description: string }[] = [
   { name: 'API keys', description: 'Keys of this tenant and their scopes.' },
   { name: 'SMTP credentials', description: 'Usernames and passwords for SMTP submission.' },
   { name: 'Tracking', description: 'Open and click tracking defaults per mail type.' },
+  {
+    name: 'IP pools',
+    description: "Groups of this host's source addresses mail leaves from, by weight and mail type.",
+  },
+  { name: 'Warmup policies', description: 'Daily and hourly limits per source address while it warms up.' },
+  { name: 'Pacing', description: 'Per destination site limits for this tenant, and active automation suspensions.' },
   { name: 'Webhook events', description: 'The POSTs Postyard makes to webhook URLs, one per event type.' },
 ];
 

@@ -139,7 +139,7 @@ export function registerDomainRoutes(app: TypedApp, c: Container) {
       config: { scopes: SCOPE },
       schema: {
         tags: TAGS,
-        operationId: 'sendingDomains.setTrackingHostname',
+        operationId: 'sendingDomains.update',
         summary: 'Set or remove the tracking host name (a CNAME to the public URL host, listed in dns_records)',
         params: IdParams,
         body: Type.Object(

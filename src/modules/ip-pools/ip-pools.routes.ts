@@ -5,6 +5,13 @@ import { authOf } from '../../http/plugins/auth.ts';
 import { noContent, type TypedApp } from '../../http/route-module.ts';
 import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import { CreatePoolBody, IpPool, UpdatePoolBody } from './ip-pools.schema.ts';
+import {
+  CREATE_POOL_DOCS,
+  DELETE_POOL_DOCS,
+  GET_POOL_DOCS,
+  LIST_POOLS_DOCS,
+  UPDATE_POOL_DOCS,
+} from './ip-pools.examples.ts';
 
 const SCOPE = ['manage:ip-pools'] as const;
 const TAGS = ['IP pools'];
@@ -17,9 +24,10 @@ export function registerIpPoolRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/ip-pools',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: CREATE_POOL_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'ipPools.create',
         summary: "Create an IP pool from this host's source addresses",
         headers: IdempotencyHeader,
         body: CreatePoolBody,
@@ -38,9 +46,10 @@ export function registerIpPoolRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/ip-pools',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: LIST_POOLS_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'ipPools.list',
         summary: 'List IP pools, newest first',
         querystring: Type.Object(PageQuery),
         response: { 200: pageOf(PoolRef), ...errorResponses() },
@@ -55,9 +64,10 @@ export function registerIpPoolRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/ip-pools/:id',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: GET_POOL_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'ipPools.get',
         summary: 'Get an IP pool',
         params: IdParams,
         response: { 200: PoolRef, ...errorResponses(404) },
@@ -69,9 +79,10 @@ export function registerIpPoolRoutes(app: TypedApp, c: Container) {
   app.patch(
     '/v1/ip-pools/:id',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: UPDATE_POOL_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'ipPools.update',
         summary: 'Change an IP pool; `addresses` replaces the whole list',
         params: IdParams,
         body: UpdatePoolBody,
@@ -84,9 +95,10 @@ export function registerIpPoolRoutes(app: TypedApp, c: Container) {
   app.delete(
     '/v1/ip-pools/:id',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: DELETE_POOL_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'ipPools.delete',
         summary: 'Delete an IP pool (409 while another pool overflows into it)',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404, 409) },

@@ -4,6 +4,7 @@ import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { MAX_LIMIT } from './pacing-data.ts';
+import { GET_SITE_DOCS, LIST_SITES_DOCS, LIST_SUSPENSIONS_DOCS, PUT_SITE_DOCS } from './pacing.examples.ts';
 
 const SCOPE = ['manage:pacing'] as const;
 const TAGS = ['Pacing'];
@@ -70,9 +71,10 @@ export function registerPacingRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/pacing/sites',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: LIST_SITES_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'pacing.listSites',
         summary: "Every destination site of the pacing file with this tenant's limits (one page: the file bounds it)",
         response: { 200: listOf(SiteRef), ...errorResponses() },
       },
@@ -83,9 +85,10 @@ export function registerPacingRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/pacing/sites/:site',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: GET_SITE_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'pacing.getSite',
         summary: "A destination site's limits for this tenant (null = the shipped default)",
         params: SiteParams,
         response: { 200: SiteRef, ...errorResponses(404) },
@@ -97,9 +100,10 @@ export function registerPacingRoutes(app: TypedApp, c: Container) {
   app.put(
     '/v1/pacing/sites/:site',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: PUT_SITE_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'pacing.putSite',
         summary: "Set this tenant's limits for a site (null or absent = the shipped default); applies within 5 s",
         params: SiteParams,
         body: PutSiteBody,
@@ -112,9 +116,10 @@ export function registerPacingRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/pacing/suspensions',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: LIST_SUSPENSIONS_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'pacing.listSuspensions',
         summary: 'Site x source address pairs an automation rule suspended or slowed, until when',
         response: { 200: listOf(SuspensionRef), ...errorResponses() },
       },

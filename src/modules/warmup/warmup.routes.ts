@@ -5,6 +5,13 @@ import { authOf } from '../../http/plugins/auth.ts';
 import { noContent, type TypedApp } from '../../http/route-module.ts';
 import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import { CreateWarmupBody, UpdateWarmupBody, WarmupPolicy } from './warmup.schema.ts';
+import {
+  CREATE_POLICY_DOCS,
+  DELETE_POLICY_DOCS,
+  GET_POLICY_DOCS,
+  LIST_POLICIES_DOCS,
+  UPDATE_POLICY_DOCS,
+} from './warmup.examples.ts';
 
 const SCOPE = ['manage:pacing'] as const;
 const TAGS = ['Warmup policies'];
@@ -17,9 +24,10 @@ export function registerWarmupRoutes(app: TypedApp, c: Container) {
   app.post(
     '/v1/warmup-policies',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: CREATE_POLICY_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'warmupPolicies.create',
         summary: 'Create a warmup policy (stages of daily and hourly limits per address)',
         headers: IdempotencyHeader,
         body: CreateWarmupBody,
@@ -38,9 +46,10 @@ export function registerWarmupRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/warmup-policies',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: LIST_POLICIES_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'warmupPolicies.list',
         summary: 'List warmup policies, newest first',
         querystring: Type.Object(PageQuery),
         response: { 200: pageOf(PolicyRef), ...errorResponses() },
@@ -55,9 +64,10 @@ export function registerWarmupRoutes(app: TypedApp, c: Container) {
   app.get(
     '/v1/warmup-policies/:id',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: GET_POLICY_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'warmupPolicies.get',
         summary: 'Get a warmup policy',
         params: IdParams,
         response: { 200: PolicyRef, ...errorResponses(404) },
@@ -69,9 +79,10 @@ export function registerWarmupRoutes(app: TypedApp, c: Container) {
   app.patch(
     '/v1/warmup-policies/:id',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: UPDATE_POLICY_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'warmupPolicies.update',
         summary: 'Change a warmup policy; `stages` replaces the whole list',
         params: IdParams,
         body: UpdateWarmupBody,
@@ -84,9 +95,10 @@ export function registerWarmupRoutes(app: TypedApp, c: Container) {
   app.delete(
     '/v1/warmup-policies/:id',
     {
-      config: { scopes: SCOPE },
+      config: { scopes: SCOPE, openapi: DELETE_POLICY_DOCS },
       schema: {
         tags: TAGS,
+        operationId: 'warmupPolicies.delete',
         summary: 'Delete a warmup policy (409 while a pool address uses it)',
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404, 409) },

@@ -88,7 +88,7 @@ export interface paths {
      *
      *     Required scope: `manage:ip-pools`.
      */
-    get: operations['getIpPools'];
+    get: operations['ipPools.list'];
     put?: never;
     /**
      * Create an IP pool from this host's source addresses
@@ -96,7 +96,7 @@ export interface paths {
      *
      *     Required scope: `manage:ip-pools`.
      */
-    post: operations['postIpPools'];
+    post: operations['ipPools.create'];
     delete?: never;
     options?: never;
     head?: never;
@@ -116,7 +116,7 @@ export interface paths {
      *
      *     Required scope: `manage:ip-pools`.
      */
-    get: operations['getIpPoolsById'];
+    get: operations['ipPools.get'];
     put?: never;
     post?: never;
     /**
@@ -125,7 +125,7 @@ export interface paths {
      *
      *     Required scope: `manage:ip-pools`.
      */
-    delete: operations['deleteIpPoolsById'];
+    delete: operations['ipPools.delete'];
     options?: never;
     head?: never;
     /**
@@ -134,7 +134,7 @@ export interface paths {
      *
      *     Required scope: `manage:ip-pools`.
      */
-    patch: operations['patchIpPoolsById'];
+    patch: operations['ipPools.update'];
     trace?: never;
   };
   '/v1/messages/{id}': {
@@ -172,7 +172,7 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    get: operations['getPacingSites'];
+    get: operations['pacing.listSites'];
     put?: never;
     post?: never;
     delete?: never;
@@ -194,14 +194,14 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    get: operations['getPacingSitesBySite'];
+    get: operations['pacing.getSite'];
     /**
      * Set this tenant's limits for a site (null or absent = the shipped default); applies within 5 s
      * @description Set this tenant's limits for a site (null or absent = the shipped default); applies within 5 s
      *
      *     Required scope: `manage:pacing`.
      */
-    put: operations['putPacingSitesBySite'];
+    put: operations['pacing.putSite'];
     post?: never;
     delete?: never;
     options?: never;
@@ -222,7 +222,7 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    get: operations['getPacingSuspensions'];
+    get: operations['pacing.listSuspensions'];
     put?: never;
     post?: never;
     delete?: never;
@@ -290,7 +290,7 @@ export interface paths {
      *
      *     Required scope: `manage:sending-domains`.
      */
-    patch: operations['sendingDomains.setTrackingHostname'];
+    patch: operations['sendingDomains.update'];
     trace?: never;
   };
   '/v1/sending-domains/{id}/verify': {
@@ -634,7 +634,7 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    get: operations['getWarmupPolicies'];
+    get: operations['warmupPolicies.list'];
     put?: never;
     /**
      * Create a warmup policy (stages of daily and hourly limits per address)
@@ -642,7 +642,7 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    post: operations['postWarmupPolicies'];
+    post: operations['warmupPolicies.create'];
     delete?: never;
     options?: never;
     head?: never;
@@ -662,7 +662,7 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    get: operations['getWarmupPoliciesById'];
+    get: operations['warmupPolicies.get'];
     put?: never;
     post?: never;
     /**
@@ -671,7 +671,7 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    delete: operations['deleteWarmupPoliciesById'];
+    delete: operations['warmupPolicies.delete'];
     options?: never;
     head?: never;
     /**
@@ -680,7 +680,7 @@ export interface paths {
      *
      *     Required scope: `manage:pacing`.
      */
-    patch: operations['patchWarmupPoliciesById'];
+    patch: operations['warmupPolicies.update'];
     trace?: never;
   };
   '/v1/webhooks': {
@@ -1818,7 +1818,7 @@ export interface operations {
       };
     };
   };
-  getIpPools: {
+  'ipPools.list': {
     parameters: {
       query?: {
         cursor?: string;
@@ -1844,25 +1844,30 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *           "name": "example",
+           *           "id": "0193a5b2-4444-7d4a-9f3b-2c8e4d6a1b90",
+           *           "name": "marketing",
            *           "addresses": [
            *             {
            *               "address": "192.0.2.25",
+           *               "weight": 3,
+           *               "warmup_policy_id": null
+           *             },
+           *             {
+           *               "address": "192.0.2.26",
            *               "weight": 1,
-           *               "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
+           *               "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90"
            *             }
            *           ],
-           *           "overflow_pool_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *           "default": true,
+           *           "overflow_pool_id": "0193a5b2-5555-7d4a-9f3b-2c8e4d6a1b90",
+           *           "default": false,
            *           "mail_types": [
-           *             "transactional"
+           *             "marketing"
            *           ],
            *           "created_at": "2026-11-26T10:00:00.000Z",
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
+           *       "next_cursor": null
            *     }
            */
           'application/json': {
@@ -1950,7 +1955,7 @@ export interface operations {
       };
     };
   };
-  postIpPools: {
+  'ipPools.create': {
     parameters: {
       query?: never;
       header?: {
@@ -1964,11 +1969,21 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "name": "example",
+         *       "name": "marketing",
          *       "addresses": [
          *         {
-         *           "address": "192.0.2.25"
+         *           "address": "192.0.2.25",
+         *           "weight": 3
+         *         },
+         *         {
+         *           "address": "192.0.2.26",
+         *           "weight": 1,
+         *           "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90"
          *         }
+         *       ],
+         *       "overflow_pool_id": "0193a5b2-5555-7d4a-9f3b-2c8e4d6a1b90",
+         *       "mail_types": [
+         *         "marketing"
          *       ]
          *     }
          */
@@ -2001,19 +2016,24 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "name": "example",
+           *       "id": "0193a5b2-4444-7d4a-9f3b-2c8e4d6a1b90",
+           *       "name": "marketing",
            *       "addresses": [
            *         {
            *           "address": "192.0.2.25",
+           *           "weight": 3,
+           *           "warmup_policy_id": null
+           *         },
+           *         {
+           *           "address": "192.0.2.26",
            *           "weight": 1,
-           *           "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
+           *           "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90"
            *         }
            *       ],
-           *       "overflow_pool_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "default": true,
+           *       "overflow_pool_id": "0193a5b2-5555-7d4a-9f3b-2c8e4d6a1b90",
+           *       "default": false,
            *       "mail_types": [
-           *         "transactional"
+           *         "marketing"
            *       ],
            *       "created_at": "2026-11-26T10:00:00.000Z",
            *       "updated_at": "2026-11-26T10:00:00.000Z"
@@ -2058,7 +2078,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`. */
+      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`, `name_taken`. */
       409: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -2140,7 +2160,7 @@ export interface operations {
       };
     };
   };
-  getIpPoolsById: {
+  'ipPools.get': {
     parameters: {
       query?: never;
       header?: never;
@@ -2163,19 +2183,24 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "name": "example",
+           *       "id": "0193a5b2-4444-7d4a-9f3b-2c8e4d6a1b90",
+           *       "name": "marketing",
            *       "addresses": [
            *         {
            *           "address": "192.0.2.25",
+           *           "weight": 3,
+           *           "warmup_policy_id": null
+           *         },
+           *         {
+           *           "address": "192.0.2.26",
            *           "weight": 1,
-           *           "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
+           *           "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90"
            *         }
            *       ],
-           *       "overflow_pool_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "default": true,
+           *       "overflow_pool_id": "0193a5b2-5555-7d4a-9f3b-2c8e4d6a1b90",
+           *       "default": false,
            *       "mail_types": [
-           *         "transactional"
+           *         "marketing"
            *       ],
            *       "created_at": "2026-11-26T10:00:00.000Z",
            *       "updated_at": "2026-11-26T10:00:00.000Z"
@@ -2276,7 +2301,7 @@ export interface operations {
       };
     };
   };
-  deleteIpPoolsById: {
+  'ipPools.delete': {
     parameters: {
       query?: never;
       header?: never;
@@ -2347,7 +2372,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`, `domain_limit_reached`, `name_taken`, `in_use`. */
+      /** @description Conflict. Error codes: `in_use`. */
       409: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -2403,7 +2428,7 @@ export interface operations {
       };
     };
   };
-  patchIpPoolsById: {
+  'ipPools.update': {
     parameters: {
       query?: never;
       header?: never;
@@ -2414,7 +2439,17 @@ export interface operations {
     };
     requestBody: {
       content: {
-        /** @example {} */
+        /**
+         * @example {
+         *       "addresses": [
+         *         {
+         *           "address": "192.0.2.25",
+         *           "weight": 1
+         *         }
+         *       ],
+         *       "overflow_pool_id": null
+         *     }
+         */
         'application/json': {
           addresses?: {
             /** @description One of POSTYARD_SOURCE_ADDRESSES */
@@ -2443,22 +2478,22 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "name": "example",
+           *       "id": "0193a5b2-4444-7d4a-9f3b-2c8e4d6a1b90",
+           *       "name": "marketing",
            *       "addresses": [
            *         {
            *           "address": "192.0.2.25",
            *           "weight": 1,
-           *           "warmup_policy_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90"
+           *           "warmup_policy_id": null
            *         }
            *       ],
-           *       "overflow_pool_id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "default": true,
+           *       "overflow_pool_id": null,
+           *       "default": false,
            *       "mail_types": [
-           *         "transactional"
+           *         "marketing"
            *       ],
            *       "created_at": "2026-11-26T10:00:00.000Z",
-           *       "updated_at": "2026-11-26T10:00:00.000Z"
+           *       "updated_at": "2026-11-26T11:30:00.000Z"
            *     }
            */
           'application/json': components['schemas']['IpPool'];
@@ -2513,7 +2548,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`, `domain_limit_reached`, `name_taken`, `in_use`. */
+      /** @description Conflict. Error codes: `name_taken`. */
       409: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -2774,7 +2809,7 @@ export interface operations {
       };
     };
   };
-  getPacingSites: {
+  'pacing.listSites': {
     parameters: {
       query?: never;
       header?: never;
@@ -2797,25 +2832,51 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "site": "site",
+           *           "site": "gmail",
            *           "mx": [
-           *             "mx1.example.com"
+           *             ".google.com",
+           *             ".googlemail.com"
            *           ],
-           *           "max_connections": 1,
-           *           "messages_per_connection": 1,
-           *           "messages_per_minute": 1,
-           *           "messages_per_hour": 1,
+           *           "max_connections": null,
+           *           "messages_per_connection": null,
+           *           "messages_per_minute": null,
+           *           "messages_per_hour": null,
            *           "defaults": {
-           *             "max_connections": 1,
-           *             "messages_per_connection": 1,
-           *             "messages_per_minute": 1,
-           *             "messages_per_hour": 1
+           *             "max_connections": 10,
+           *             "messages_per_connection": 100,
+           *             "messages_per_minute": 3000,
+           *             "messages_per_hour": 100000
            *           },
            *           "effective": {
-           *             "max_connections": 1,
-           *             "messages_per_connection": 1,
-           *             "messages_per_minute": 1,
-           *             "messages_per_hour": 1
+           *             "max_connections": 10,
+           *             "messages_per_connection": 100,
+           *             "messages_per_minute": 3000,
+           *             "messages_per_hour": 100000
+           *           },
+           *           "updated_at": null
+           *         },
+           *         {
+           *           "site": "yahoo",
+           *           "mx": [
+           *             ".yahoodns.net",
+           *             ".yahoo.com",
+           *             ".aol.com"
+           *           ],
+           *           "max_connections": 2,
+           *           "messages_per_connection": null,
+           *           "messages_per_minute": 300,
+           *           "messages_per_hour": null,
+           *           "defaults": {
+           *             "max_connections": 5,
+           *             "messages_per_connection": 20,
+           *             "messages_per_minute": 600,
+           *             "messages_per_hour": 20000
+           *           },
+           *           "effective": {
+           *             "max_connections": 2,
+           *             "messages_per_connection": 20,
+           *             "messages_per_minute": 300,
+           *             "messages_per_hour": 20000
            *           },
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
@@ -2908,7 +2969,7 @@ export interface operations {
       };
     };
   };
-  getPacingSitesBySite: {
+  'pacing.getSite': {
     parameters: {
       query?: never;
       header?: never;
@@ -2931,25 +2992,27 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "site": "site",
+           *       "site": "yahoo",
            *       "mx": [
-           *         "mx1.example.com"
+           *         ".yahoodns.net",
+           *         ".yahoo.com",
+           *         ".aol.com"
            *       ],
-           *       "max_connections": 1,
-           *       "messages_per_connection": 1,
-           *       "messages_per_minute": 1,
-           *       "messages_per_hour": 1,
+           *       "max_connections": 2,
+           *       "messages_per_connection": null,
+           *       "messages_per_minute": 300,
+           *       "messages_per_hour": null,
            *       "defaults": {
-           *         "max_connections": 1,
-           *         "messages_per_connection": 1,
-           *         "messages_per_minute": 1,
-           *         "messages_per_hour": 1
+           *         "max_connections": 5,
+           *         "messages_per_connection": 20,
+           *         "messages_per_minute": 600,
+           *         "messages_per_hour": 20000
            *       },
            *       "effective": {
-           *         "max_connections": 1,
-           *         "messages_per_connection": 1,
-           *         "messages_per_minute": 1,
-           *         "messages_per_hour": 1
+           *         "max_connections": 2,
+           *         "messages_per_connection": 20,
+           *         "messages_per_minute": 300,
+           *         "messages_per_hour": 20000
            *       },
            *       "updated_at": "2026-11-26T10:00:00.000Z"
            *     }
@@ -3049,7 +3112,7 @@ export interface operations {
       };
     };
   };
-  putPacingSitesBySite: {
+  'pacing.putSite': {
     parameters: {
       query?: never;
       header?: never;
@@ -3060,7 +3123,12 @@ export interface operations {
     };
     requestBody: {
       content: {
-        /** @example {} */
+        /**
+         * @example {
+         *       "max_connections": 2,
+         *       "messages_per_minute": 300
+         *     }
+         */
         'application/json': {
           max_connections?: number | null;
           messages_per_connection?: number | null;
@@ -3082,25 +3150,27 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "site": "site",
+           *       "site": "yahoo",
            *       "mx": [
-           *         "mx1.example.com"
+           *         ".yahoodns.net",
+           *         ".yahoo.com",
+           *         ".aol.com"
            *       ],
-           *       "max_connections": 1,
-           *       "messages_per_connection": 1,
-           *       "messages_per_minute": 1,
-           *       "messages_per_hour": 1,
+           *       "max_connections": 2,
+           *       "messages_per_connection": null,
+           *       "messages_per_minute": 300,
+           *       "messages_per_hour": null,
            *       "defaults": {
-           *         "max_connections": 1,
-           *         "messages_per_connection": 1,
-           *         "messages_per_minute": 1,
-           *         "messages_per_hour": 1
+           *         "max_connections": 5,
+           *         "messages_per_connection": 20,
+           *         "messages_per_minute": 600,
+           *         "messages_per_hour": 20000
            *       },
            *       "effective": {
-           *         "max_connections": 1,
-           *         "messages_per_connection": 1,
-           *         "messages_per_minute": 1,
-           *         "messages_per_hour": 1
+           *         "max_connections": 2,
+           *         "messages_per_connection": 20,
+           *         "messages_per_minute": 300,
+           *         "messages_per_hour": 20000
            *       },
            *       "updated_at": "2026-11-26T10:00:00.000Z"
            *     }
@@ -3226,7 +3296,7 @@ export interface operations {
       };
     };
   };
-  getPacingSuspensions: {
+  'pacing.listSuspensions': {
     parameters: {
       query?: never;
       header?: never;
@@ -3249,12 +3319,12 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "site": "site",
+           *           "site": "yahoo",
            *           "source_address": "192.0.2.25",
-           *           "rule": "rule",
-           *           "action": "action",
+           *           "rule": "yahoo-tss04",
+           *           "action": "suspend",
            *           "factor": 1,
-           *           "reason": "hard_bounce",
+           *           "reason": "421 4.7.0 [TSS04] Messages from 192.0.2.25 temporarily deferred due to unexpected volume",
            *           "started_at": "2026-11-26T10:00:00.000Z",
            *           "until": "2026-11-26T11:00:00.000Z"
            *         }
@@ -3988,7 +4058,7 @@ export interface operations {
       };
     };
   };
-  'sendingDomains.setTrackingHostname': {
+  'sendingDomains.update': {
     parameters: {
       query?: never;
       header?: never;
@@ -7352,7 +7422,7 @@ export interface operations {
       };
     };
   };
-  getWarmupPolicies: {
+  'warmupPolicies.list': {
     parameters: {
       query?: {
         cursor?: string;
@@ -7378,22 +7448,32 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *           "name": "example",
+           *           "id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90",
+           *           "name": "new address, 7 days",
            *           "stages": [
            *             {
            *               "day": 1,
-           *               "daily_limit": 1,
-           *               "hourly_limit": 1
+           *               "daily_limit": 200,
+           *               "hourly_limit": 20
+           *             },
+           *             {
+           *               "day": 3,
+           *               "daily_limit": 1000,
+           *               "hourly_limit": 100
+           *             },
+           *             {
+           *               "day": 7,
+           *               "daily_limit": 10000,
+           *               "hourly_limit": null
            *             }
            *           ],
-           *           "max_bounce_rate": 1,
-           *           "max_complaint_rate": 1,
+           *           "max_bounce_rate": 0.05,
+           *           "max_complaint_rate": 0.001,
            *           "created_at": "2026-11-26T10:00:00.000Z",
            *           "updated_at": "2026-11-26T10:00:00.000Z"
            *         }
            *       ],
-           *       "next_cursor": "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMloifQ.c2ln"
+           *       "next_cursor": null
            *     }
            */
           'application/json': {
@@ -7481,7 +7561,7 @@ export interface operations {
       };
     };
   };
-  postWarmupPolicies: {
+  'warmupPolicies.create': {
     parameters: {
       query?: never;
       header?: {
@@ -7495,14 +7575,26 @@ export interface operations {
       content: {
         /**
          * @example {
+         *       "name": "new address, 7 days",
          *       "stages": [
          *         {
          *           "day": 1,
-         *           "daily_limit": 1
+         *           "daily_limit": 200,
+         *           "hourly_limit": 20
+         *         },
+         *         {
+         *           "day": 3,
+         *           "daily_limit": 1000,
+         *           "hourly_limit": 100
+         *         },
+         *         {
+         *           "day": 7,
+         *           "daily_limit": 10000,
+         *           "hourly_limit": null
          *         }
          *       ],
-         *       "max_bounce_rate": 1,
-         *       "max_complaint_rate": 1
+         *       "max_bounce_rate": 0.05,
+         *       "max_complaint_rate": 0.001
          *     }
          */
         'application/json': {
@@ -7534,17 +7626,27 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "name": "example",
+           *       "id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90",
+           *       "name": "new address, 7 days",
            *       "stages": [
            *         {
            *           "day": 1,
-           *           "daily_limit": 1,
-           *           "hourly_limit": 1
+           *           "daily_limit": 200,
+           *           "hourly_limit": 20
+           *         },
+           *         {
+           *           "day": 3,
+           *           "daily_limit": 1000,
+           *           "hourly_limit": 100
+           *         },
+           *         {
+           *           "day": 7,
+           *           "daily_limit": 10000,
+           *           "hourly_limit": null
            *         }
            *       ],
-           *       "max_bounce_rate": 1,
-           *       "max_complaint_rate": 1,
+           *       "max_bounce_rate": 0.05,
+           *       "max_complaint_rate": 0.001,
            *       "created_at": "2026-11-26T10:00:00.000Z",
            *       "updated_at": "2026-11-26T10:00:00.000Z"
            *     }
@@ -7588,7 +7690,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`. */
+      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`, `name_taken`. */
       409: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -7670,7 +7772,7 @@ export interface operations {
       };
     };
   };
-  getWarmupPoliciesById: {
+  'warmupPolicies.get': {
     parameters: {
       query?: never;
       header?: never;
@@ -7693,17 +7795,27 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "name": "example",
+           *       "id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90",
+           *       "name": "new address, 7 days",
            *       "stages": [
            *         {
            *           "day": 1,
-           *           "daily_limit": 1,
-           *           "hourly_limit": 1
+           *           "daily_limit": 200,
+           *           "hourly_limit": 20
+           *         },
+           *         {
+           *           "day": 3,
+           *           "daily_limit": 1000,
+           *           "hourly_limit": 100
+           *         },
+           *         {
+           *           "day": 7,
+           *           "daily_limit": 10000,
+           *           "hourly_limit": null
            *         }
            *       ],
-           *       "max_bounce_rate": 1,
-           *       "max_complaint_rate": 1,
+           *       "max_bounce_rate": 0.05,
+           *       "max_complaint_rate": 0.001,
            *       "created_at": "2026-11-26T10:00:00.000Z",
            *       "updated_at": "2026-11-26T10:00:00.000Z"
            *     }
@@ -7803,7 +7915,7 @@ export interface operations {
       };
     };
   };
-  deleteWarmupPoliciesById: {
+  'warmupPolicies.delete': {
     parameters: {
       query?: never;
       header?: never;
@@ -7874,7 +7986,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`, `domain_limit_reached`, `name_taken`, `in_use`. */
+      /** @description Conflict. Error codes: `in_use`. */
       409: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -7930,7 +8042,7 @@ export interface operations {
       };
     };
   };
-  patchWarmupPoliciesById: {
+  'warmupPolicies.update': {
     parameters: {
       query?: never;
       header?: never;
@@ -7941,7 +8053,11 @@ export interface operations {
     };
     requestBody: {
       content: {
-        /** @example {} */
+        /**
+         * @example {
+         *       "max_bounce_rate": 0.03
+         *     }
+         */
         'application/json': {
           /** @description A fraction: 0.02 = 2 % */
           max_bounce_rate?: number;
@@ -7970,19 +8086,29 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "id": "0193a5b2-7c1e-7d4a-9f3b-2c8e4d6a1b90",
-           *       "name": "example",
+           *       "id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90",
+           *       "name": "new address, 7 days",
            *       "stages": [
            *         {
            *           "day": 1,
-           *           "daily_limit": 1,
-           *           "hourly_limit": 1
+           *           "daily_limit": 200,
+           *           "hourly_limit": 20
+           *         },
+           *         {
+           *           "day": 3,
+           *           "daily_limit": 1000,
+           *           "hourly_limit": 100
+           *         },
+           *         {
+           *           "day": 7,
+           *           "daily_limit": 10000,
+           *           "hourly_limit": null
            *         }
            *       ],
-           *       "max_bounce_rate": 1,
-           *       "max_complaint_rate": 1,
+           *       "max_bounce_rate": 0.03,
+           *       "max_complaint_rate": 0.001,
            *       "created_at": "2026-11-26T10:00:00.000Z",
-           *       "updated_at": "2026-11-26T10:00:00.000Z"
+           *       "updated_at": "2026-11-26T11:30:00.000Z"
            *     }
            */
           'application/json': components['schemas']['WarmupPolicy'];
@@ -8037,7 +8163,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Conflict. Error codes: `idempotency_key_reused`, `idempotency_in_progress`, `domain_limit_reached`, `name_taken`, `in_use`. */
+      /** @description Conflict. Error codes: `name_taken`. */
       409: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
