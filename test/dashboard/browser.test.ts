@@ -41,7 +41,8 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in Chromium', () => {
 
   beforeAll(async () => {
     ensureDashboardBuilt();
-    ctx = await createTestContext();
+    // A bounce host, so a new domain lists SPF and return-path records beside DKIM and DMARC.
+    ctx = await createTestContext({ env: { POSTYARD_BOUNCE_HOST: 'bounces.postyard-test.example' } });
     tenant = await createTenant(ctx, 'Acme <noreply@acme.test>');
     await ctx.c.dashboard.createUser(tenant.tenantId, { email: EMAIL, password: PASSWORD });
     ({ messageId } = await seedTraffic(ctx, tenant.tenantId));
