@@ -7,13 +7,14 @@
  * accept of the API process(es) (utime + stime of /proc/<pid>/stat) and of the PostgreSQL
  * backends serving them (the pids pg_stat_activity lists for the run's own database; the WAL
  * writer and other shared server processes are not counted), and a check that the database
- * holds exactly as many transmissions as 202s were received (nothing lost or duplicated).
+ * holds every transmission a 202 was received for, and at most the requests still in flight when
+ * autocannon stopped counting beyond them (nothing lost or duplicated).
  * Needs BENCH_DATABASE_URL for the PostgreSQL runs. Spawns `bin/postyard.js` of the current
  * directory, so the same script measures another checkout (`cd <tree> && node --import tsx
  * /path/to/bench/accept-cpu.ts`).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -25,6 +26,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 64;
 const PG_URL = process.env.BENCH_DATABASE_URL ?? '';
 const TICK_MS = 10; // USER_HZ is 100 on Linux
+/** The CLI from the TypeScript sources where the checkout has it (no dist/ build needed). */
+const BIN = existsSync('bin/postyard-src.js') ? 'bin/postyard-src.js' : 'bin/postyard.js';
 const single = JSON.stringify({
   recipients: [{ email: 'ann@example.com', name: 'Ann' }],
   content: { subject: 'Your receipt', text: 'Thanks for your order.', html: '<p>Thanks for your order.</p>' },
@@ -75,7 +78,7 @@ async function run(label: string, nodes: number, databaseUrl: string | null) {
   try {
     const out = execFileSync(
       process.execPath,
-      ['bin/postyard.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
+      [BIN, 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
       { env: { ...process.env, ...env } },
     ).toString();
     const key = (JSON.parse(out) as { api_key: string }).api_key;
@@ -84,7 +87,7 @@ async function run(label: string, nodes: number, databaseUrl: string | null) {
     for (let i = 0; i < nodes; i++) {
       const port = await freePort();
       children.push(
-        spawnNode(['bin/postyard.js', 'start', '--roles', 'api'], {
+        spawnNode([BIN, 'start', '--roles', 'api'], {
           ...env,
           POSTYARD_HTTP_PORT: String(port),
           POSTYARD_EHLO_NAME: `n${i}.bench`,
@@ -130,7 +133,9 @@ async function run(label: string, nodes: number, databaseUrl: string | null) {
       'API CPU ms/accept': (apiMs / r.ok).toFixed(3),
       'PG backends CPU ms/accept': admin ? (pgMs / r.ok).toFixed(3) : '-',
       'total CPU ms/accept': ((apiMs + pgMs) / r.ok).toFixed(3),
-      '202s = stored': `${answered} = ${stored}${answered === stored && warm.bad + r.bad === 0 ? '' : ' MISMATCH'}`,
+      // autocannon stops counting at the end of each run with up to CONNECTIONS requests in
+      // flight, which the server still stores: stored may exceed the 202s seen by that much.
+      '202s seen / stored': `${answered} / ${stored}${stored >= answered && stored - answered <= 2 * CONNECTIONS && warm.bad + r.bad === 0 ? '' : ' MISMATCH'}`,
       errors: warm.bad + r.bad,
     };
   } finally {

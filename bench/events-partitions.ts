@@ -11,7 +11,8 @@
  * Needs BENCH_DATABASE_URL (a fresh database is created next to it and dropped).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -29,6 +30,7 @@ const DAY = 86_400_000;
 const TODAY = Math.floor(Date.now() / DAY) * DAY;
 const START = TODAY - 30 * DAY;
 const CHUNK = 1_000_000;
+const BIN = existsSync('bin/postyard-src.js') ? 'bin/postyard-src.js' : 'bin/postyard.js';
 if (!PG_URL) throw new Error('BENCH_DATABASE_URL is required');
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -47,7 +49,7 @@ try {
   await migrateToLatest(database);
   const out = execFileSync(
     process.execPath,
-    ['bin/postyard.js', 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
+    [BIN, 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
     { env: { ...process.env, ...env } },
   ).toString();
   const { tenant_id: tenant, api_key: key } = JSON.parse(out) as { tenant_id: string; api_key: string };
@@ -64,9 +66,10 @@ try {
          substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3) || '-' || substr(r, 7, 12),
          case when g % 1000 = 20 then 'message.complained' else (array['message.accepted','message.delivered','message.opened','message.clicked'])[1 + (g / 20) % 4] end,
          to_char(to_timestamp(ms / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-         't' || (g / 400), 'm' || (g / 4), 'r' || ((g / 4) % 100000) || '@example.com', 'transactional', '[]', '{}', '{}'
+         uuid_t, 'm' || (g / 4), 'r' || ((g / 4) % 100000) || '@example.com', 'transactional', '[]', '{}', '{}'
        from (select g, ${START}::bigint + g::bigint * ${step} as ms,
-               lpad(to_hex(${START}::bigint + g::bigint * ${step}), 12, '0') as h, md5(g::text) as r
+               lpad(to_hex(${START}::bigint + g::bigint * ${step}), 12, '0') as h, md5(g::text) as r,
+               md5('t' || (g / 400))::uuid::text as uuid_t
              from generate_series(${from}, ${to}) g) s`,
       [tenant],
     );
@@ -89,7 +92,7 @@ try {
   const partitionsRead = new Set(planText.match(/events_p\d{8}/g) ?? []).size;
 
   const port = await freePort();
-  const child = spawnNode(['bin/postyard.js', 'start', '--roles', 'api'], { ...env, POSTYARD_HTTP_PORT: String(port) });
+  const child = spawnNode([BIN, 'start', '--roles', 'api'], { ...env, POSTYARD_HTTP_PORT: String(port) });
   const url = `http://127.0.0.1:${port}`;
   const rows: Record<string, string | number>[] = [];
   try {
@@ -99,7 +102,11 @@ try {
       'type (common)': 'type=message.delivered',
       'type (rare)': 'type=message.complained',
       recipient: 'recipient=r1240%40example.com',
-      transmission_id: 'transmission_id=t1000',
+      // The API takes UUIDs: the generator's transmission ids are md5('t' || n) as a uuid.
+      transmission_id: `transmission_id=${createHash('md5')
+        .update('t1000')
+        .digest('hex')
+        .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')}`,
       tag: 'tag=promo',
       'one hour window, 10 days ago': `from=${encodeURIComponent(win.from)}&to=${encodeURIComponent(win.to)}`,
     };
