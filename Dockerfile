@@ -21,8 +21,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/postyard
 COPY --from=build /tmp/postyard.tgz /tmp/postyard.tgz
-# (its own package.json must not be called "postyard": npm refuses to install a package into itself)
-RUN echo '{"name":"postyard-image","private":true}' > package.json \
+# (its own package.json must not be called "postyard": npm refuses to install a package into itself;
+# the override is Postyard's own, which npm applies only from the top-level package.json: README
+# "Node versions")
+RUN echo '{"name":"postyard-image","private":true,"overrides":{"light-my-request":{"cookie":"^1.1.1"}}}' > package.json \
   && npm install --omit=dev --no-audit --no-fund /tmp/postyard.tgz
 
 # --- runtime: no compilers, a non-root user, a data volume ---

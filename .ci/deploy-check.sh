@@ -37,8 +37,14 @@ fi
 
 echo "deploy-check: production install of the tarball into a clean directory"
 mkdir -p "$WORK/app"
-echo '{"name":"postyard-deploy-check","private":true}' >"$WORK/app/package.json"
-(cd "$WORK/app" && npm install --omit=dev --no-audit --no-fund "$TARBALL" </dev/null)
+# With Postyard's override (npm applies overrides only from the top-level package.json; README
+# "Node versions"): the install must not warn EBADENGINE on this Node.
+echo '{"name":"postyard-deploy-check","private":true,"overrides":{"light-my-request":{"cookie":"^1.1.1"}}}' >"$WORK/app/package.json"
+(cd "$WORK/app" && npm install --omit=dev --no-audit --no-fund "$TARBALL" </dev/null) 2>&1 | tee "$WORK/install.log"
+if grep -q EBADENGINE "$WORK/install.log"; then
+  echo "deploy-check: the production install warned EBADENGINE on $(node --version)" >&2
+  exit 1
+fi
 APP="$WORK/app/node_modules/postyard"
 for dev in vite vitest typescript tsx @biomejs/biome; do
   if [[ -e $WORK/app/node_modules/$dev ]]; then
