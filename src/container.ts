@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { type Config, resolveMasterKey } from './config.ts';
@@ -98,7 +98,10 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   if (opts.migrate !== false) await migrateToLatest(database);
 
   const cursors = new CursorCodec(hmacSha256(masterKey, 'postyard:cursor-signing'));
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : null;
+  // ioredis is loaded only when Redis is configured: a start without it does not pay for it.
+  const redis = config.redisUrl
+    ? new (await import('ioredis')).Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })
+    : null;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis error'));
   const store: RateLimitStore = redis
     ? new RedisStore(redis)

@@ -1,7 +1,8 @@
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { type DatabaseIntrospector, Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { ensurePrivateDir, ensurePrivateFile, tightenFiles } from '../lib/private-files.ts';
 import { type Dialect, isPostgres } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
@@ -67,9 +68,17 @@ function openSqlite(file: string): Database {
   };
 }
 
-// Return int8/numeric as numbers: our counters stay far below 2^53.
-pg.types.setTypeParser(20, (v) => Number(v));
-pg.types.setTypeParser(1700, (v) => Number(v));
+let pgModule: typeof pg | undefined;
+/** The pg driver, loaded on the first PostgreSQL connection: a SQLite start does not pay for it. */
+function loadPg(): typeof pg {
+  if (!pgModule) {
+    pgModule = createRequire(import.meta.url)('pg') as typeof pg;
+    // Return int8/numeric as numbers: our counters stay far below 2^53.
+    pgModule.types.setTypeParser(20, (v) => Number(v));
+    pgModule.types.setTypeParser(1700, (v) => Number(v));
+  }
+  return pgModule;
+}
 
 /**
  * Kysely's PostgreSQL introspector reads the catalog of every schema (and calls
@@ -96,7 +105,7 @@ class OwnSchemaPostgresDialect extends PostgresDialect {
 }
 
 function openPostgres(url: string, poolSize: number, schema?: string): Database {
-  const pool = new pg.Pool({
+  const pool = new (loadPg().Pool)({
     connectionString: url,
     max: poolSize,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
