@@ -92,6 +92,11 @@ interface DomainQueue {
   route: Promise<Awaited<ReturnType<typeof routeFor>>> | null;
   /** The local address its sessions bind (IP pools); null = the host's default route. */
   source?: string | null;
+  /**
+   * Set for a tenant with pacing overrides: its mail has its own queue and sessions, so its
+   * max_connections and messages_per_connection apply (docs/pacing.md).
+   */
+  tenant?: string;
 }
 
 /**
@@ -250,10 +255,17 @@ export class DeliveryWorker {
         this.complete({ msg, mailType: tx.mailType, tags: tx.tags, kind: 'delivered', attempt: null, sandbox: true });
         continue;
       }
-      const key = queueKey(this.o.routing.relay ? '*relay*' : msg.recipient_domain, msg.source_address);
+      const own = this.o.pacing?.hasOverrides(msg.tenant_id) ? msg.tenant_id : null;
+      const key = `${queueKey(this.o.routing.relay ? '*relay*' : msg.recipient_domain, msg.source_address)}${own ? ` ${own}` : ''}`;
       let q = this.queues.get(key);
       if (!q) {
-        q = { jobs: new FairQueue<Job>(), lanes: 0, route: null, source: msg.source_address ?? null };
+        q = {
+          jobs: new FairQueue<Job>(),
+          lanes: 0,
+          route: null,
+          source: msg.source_address ?? null,
+          ...(own ? { tenant: own } : {}),
+        };
         this.queues.set(key, q);
       }
       q.jobs.push({ tenant: msg.tenant_id, priority: tx.mailType === 'marketing' ? 1 : 0, msg, tx, claimedAtMs: now });
@@ -280,17 +292,14 @@ export class DeliveryWorker {
         void this.moveOff(q.jobs.drain(), to, q.source, r.route);
         return;
       }
-      const wanted = Math.min(r.route.limits.maxConnections, Math.ceil(q.jobs.length / 10));
-      while (
-        q.lanes < wanted &&
-        q.jobs.length > 0 &&
-        this.slots.tryAcquire(queueKey(r.route.site, q.source), r.route.limits.maxConnections)
-      ) {
+      const lim = this.queueLimits(q, r.route);
+      const wanted = Math.min(lim.limits.maxConnections, Math.ceil(q.jobs.length / 10));
+      while (q.lanes < wanted && q.jobs.length > 0 && this.slots.tryAcquire(lim.slot, lim.limits.maxConnections)) {
         q.lanes++;
         const lane = this.lane(q, r.route).finally(() => {
           q.lanes--;
           // Connection limits are per site x source address (docs/ip-pools.md).
-          this.slots.release(queueKey(r.route.site, q.source));
+          this.slots.release(lim.slot);
           this.lanes.delete(lane);
           if (q.jobs.length > 0) this.pump(domain, q);
           else if (q.lanes === 0) this.queues.delete(domain);
@@ -314,7 +323,7 @@ export class DeliveryWorker {
     // RENDER_AHEAD messages are rendered ahead (on the render threads), and up to two wait in the
     // session behind the one on the wire, so the next envelope can always leave with the current
     // data (RFC 2920 pipelining: one round trip per message) and no session waits for a signature.
-    const max = route.limits.maxMessagesPerConnection;
+    const max = this.queueLimits(q, route).limits.maxMessagesPerConnection;
     const ahead: Taken[] = [];
     const inSession: Promise<void>[] = [];
     let taken = 0;
@@ -470,6 +479,18 @@ export class DeliveryWorker {
 
   private defer(job: Job, attempt: Outcome['attempt'], diagnostic: string) {
     this.complete(deferral(contextOf(job), attempt, diagnostic, Date.now()));
+  }
+
+  /**
+   * A queue's connection limits and the key its sessions count under: the site's, per site x
+   * source address; for a tenant's own queue, its override where it has one for the site (and its
+   * own count of sessions, as its rate limits have their own allowance).
+   */
+  private queueLimits(q: DomainQueue, route: Route): { limits: Route['limits']; slot: string } {
+    const base = queueKey(route.site, q.source);
+    if (!q.tenant || !this.o.pacing) return { limits: route.limits, slot: base };
+    const { limits, scope } = this.o.pacing.limitsFor(q.tenant, route.profile, route.limits);
+    return { limits, slot: scope ? `${base}|${scope}` : base };
   }
 
   /**

@@ -81,6 +81,7 @@ export class PacingService {
   private readonly profiles: Map<string, SiteProfile>;
   private readonly ledger: RateLedger;
   private overrides = new Map<string, OverrideRow>();
+  private tenantsWithOverrides = new Set<string>();
   private suspensions = new Map<string, { row: SuspensionRow; untilMs: number }>();
   /** Per bucket: grants taken from the ledger and not yet used, and until when they are good. */
   private readonly credits = new Map<string, { n: number; expires: number }>();
@@ -121,6 +122,7 @@ export class PacingService {
           activeSuspensions(this.database.db, isoAt(now)),
         ]);
         this.overrides = new Map(rows.map((r) => [`${r.tenant_id}|${r.site}`, r]));
+        this.tenantsWithOverrides = new Set(rows.map((r) => r.tenant_id));
         this.suspensions = new Map(
           susp.map((r) => [`${r.site}|${r.source_address}`, { row: r, untilMs: Date.parse(r.until) }]),
         );
@@ -148,6 +150,11 @@ export class PacingService {
   private factor(site: string, source: string, nowMs: number): number {
     const s = this.suspensions.get(`${site}|${source}`);
     return s && s.row.action === 'slow' && s.untilMs > nowMs ? s.row.factor : 1;
+  }
+
+  /** Whether the tenant has an override for any site (its mail then gets its own sessions). */
+  hasOverrides(tenant: string): boolean {
+    return this.tenantsWithOverrides.has(tenant);
   }
 
   /** The limits for a tenant's mail to a profile, and the scope its counters are kept under. */

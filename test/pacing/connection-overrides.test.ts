@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
+import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
+import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
+import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
+
+/**
+ * A tenant's messages_per_connection override (PUT /v1/pacing/sites/{site}) applies to its own
+ * mail, measured at the sink: its sessions (one client port each) carry at most that many
+ * messages and never another tenant's, while the other tenant keeps the file's value.
+ */
+let ctx: TestContext;
+let a: TestTenant;
+let b: TestTenant;
+let dnsServer: DnsServer;
+let sink: SinkMx;
+let worker: DeliveryWorker;
+const signing = testSigningKey();
+
+beforeAll(async () => {
+  sink = await startSinkMx();
+  dnsServer = await startDnsServer({
+    'dest.test': { MX: [{ preference: 10, exchange: 'mx1.dest.test' }] },
+    'mx1.dest.test': { A: ['127.0.0.1'] },
+    ...signing.zone,
+  });
+  ctx = await createTestContext({
+    env: {
+      POSTYARD_DNS_SERVERS: dnsServer.address,
+      POSTYARD_MX_PORT: String(sink.port),
+      POSTYARD_EHLO_NAME: 'postyard.test',
+    },
+  });
+  a = await createTenant(ctx, 'Shop <news@shop.test>');
+  b = await createTenant(ctx, 'Shop <news@shop.test>');
+}, 60_000);
+afterAll(async () => {
+  await worker?.stop();
+  await ctx?.close();
+  await sink?.close();
+  await dnsServer?.close();
+});
+
+async function send(t: TestTenant, prefix: string, n: number) {
+  const res = await call(ctx.app, 'POST', '/v1/transmissions', {
+    key: t.apiKey,
+    body: {
+      recipients: Array.from({ length: n }, (_, i) => ({ email: `${prefix}${i}@dest.test` })),
+      content: { subject: 'Hi', text: 'Hello' },
+    },
+  });
+  expect(res.statusCode, res.body).toBe(202);
+}
+
+describe('per-tenant connection overrides', () => {
+  it("messages_per_connection of a tenant's override caps its sessions; others keep the default", async () => {
+    const put = await call(ctx.app, 'PUT', '/v1/pacing/sites/default', {
+      key: a.apiKey,
+      body: { messages_per_connection: 2 },
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    await send(a, 'a', 12);
+    await send(b, 'b', 12);
+    // Both transmissions are queued before the worker starts, so it sees them together.
+    worker = startTestWorker(ctx.c, 'conn-worker', { signing });
+    await sink.waitForMessages(24, 30_000);
+    const sessions = new Map<number, string[]>();
+    for (const m of sink.messages) {
+      const list = sessions.get(m.remotePort) ?? [];
+      list.push(m.rcptTo[0] ?? '');
+      sessions.set(m.remotePort, list);
+    }
+    const ofA = [...sessions.values()].filter((s) => s.some((r) => r.startsWith('a')));
+    const ofB = [...sessions.values()].filter((s) => s.some((r) => r.startsWith('b')));
+    expect(ofA.flat()).toHaveLength(12);
+    for (const s of ofA) {
+      expect(s.length).toBeLessThanOrEqual(2);
+      expect(s.every((r) => r.startsWith('a'))).toBe(true);
+    }
+    // The other tenant is not held to 2: some session of its carried more.
+    expect(Math.max(...ofB.map((s) => s.length))).toBeGreaterThan(2);
+  }, 60_000);
+});
