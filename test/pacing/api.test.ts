@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { upsertSuspension } from '../../src/modules/pacing/pacing.repo.ts';
+import { WITHHELD_REASON } from '../../src/modules/pacing/pacing.service.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 /** /v1/pacing (docs/api.md "Pacing"): shapes, validation, per-tenant isolation of overrides. */
@@ -117,6 +119,32 @@ describe('pacing API', () => {
     expect(ctx.c.pacing.isSuspended('gmail', null)).toBe(false);
     // A rule for another site does not fire on this one.
     expect(await ctx.c.pacing.observe('gmail', 'gmail', '', '421 [TSS04]')).toBeNull();
+  });
+
+  it('a suspension at a site named after a recipient domain does not tell other tenants that domain', async () => {
+    // An operator rule without `sites:` can suspend any destination; its site is then the MX
+    // domain of someone's recipient, and the reply may repeat it.
+    const now = Date.now();
+    await upsertSuspension(ctx.c.database.db, {
+      site: 'smallcorp-secret.example',
+      source_address: '192.0.2.77',
+      action: 'suspend',
+      factor: 1,
+      rule: 'operator-any',
+      reason: '550 5.7.1 smallcorp-secret.example refuses mail from 192.0.2.77',
+      started_at: new Date(now).toISOString(),
+      until: new Date(now + 3_600_000).toISOString(),
+    });
+    for (const [key, path] of [
+      [a.apiKey, '/v1/pacing/suspensions'],
+      [b.apiKey, '/v1/pacing/suspensions'],
+    ] as const) {
+      const res = await call(ctx.app, 'GET', path, { key });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).not.toContain('smallcorp-secret');
+      const s = res.json().data.find((x: { source_address: string | null }) => x.source_address === '192.0.2.77');
+      expect(s).toMatchObject({ site: 'default', rule: 'operator-any', reason: WITHHELD_REASON });
+    }
   });
 
   it('a slow rule (Gmail 4.7.28) halves the per-minute limit of that site x address without suspending it', async () => {

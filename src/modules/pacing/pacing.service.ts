@@ -29,6 +29,9 @@ export interface SiteView extends LimitsBody {
   updated_at: string | null;
 }
 
+/** The reason shown for a suspension at a site named after a recipient domain (listSuspensions). */
+export const WITHHELD_REASON = 'withheld: the destination is not a named site';
+
 export interface SuspensionView {
   site: string;
   /** null: the host's default route (no source address bound). */
@@ -284,15 +287,22 @@ export class PacingService {
     return this.view(p, row);
   }
 
+  /**
+   * Every tenant sees every suspension (an address's reputation is shared), but a site that is not
+   * one of the named profiles is named after a recipient's mail domain (smallcorp.example): shown as
+   * it stands, it would tell one tenant where another tenant sends, and the reply text can name that
+   * domain too. Such sites are listed under their profile's name with the reason withheld.
+   */
   async listSuspensions(): Promise<SuspensionView[]> {
     const rows = await activeSuspensions(this.database.db, isoAt(Date.now()));
+    const fallback = (this.data.sites.at(-1) as SiteProfile).name;
     return rows.map((r) => ({
-      site: r.site,
+      site: this.profiles.has(r.site) ? r.site : fallback,
       source_address: r.source_address || null,
       rule: r.rule,
       action: r.action,
       factor: r.factor,
-      reason: r.reason,
+      reason: this.profiles.has(r.site) ? r.reason : WITHHELD_REASON,
       started_at: r.started_at,
       until: r.until,
     }));
