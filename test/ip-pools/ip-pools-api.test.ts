@@ -175,6 +175,28 @@ describe('Warmup policies API', () => {
     for (const body of bad)
       expect((await post(a, '/v1/warmup-policies', body)).statusCode, JSON.stringify(body)).toBe(422);
   });
+
+  it('keeps rates to six decimal places, so tiny rates are stored on PostgreSQL too (found by the fuzz test: 500 before)', async () => {
+    const created = await post(a, '/v1/warmup-policies', {
+      name: 'tiny rates',
+      stages: [{ day: 1, daily_limit: 10 }],
+      max_bounce_rate: 5e-324,
+      max_complaint_rate: 0.0000014,
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json()).toMatchObject({ max_bounce_rate: 0, max_complaint_rate: 0.000001 });
+    const id = created.json().id;
+    const patched = await patch(a, `/v1/warmup-policies/${id}`, {
+      max_complaint_rate: 5e-324,
+      max_bounce_rate: 0.0123456789,
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json()).toMatchObject({ max_bounce_rate: 0.012346, max_complaint_rate: 0 });
+    expect((await get(a, `/v1/warmup-policies/${id}`)).json()).toMatchObject({
+      max_bounce_rate: 0.012346,
+      max_complaint_rate: 0,
+    });
+  });
 });
 
 describe('options.ip_pool on transmissions', () => {

@@ -14,6 +14,14 @@ const isUniqueViolation = (err: unknown) => {
 const nameTaken = () => new AppError('name_taken', 'a warmup policy with this name already exists', { field: 'name' });
 
 /** Stages sorted by day; days must be distinct and the first stage must start on day 1. */
+/**
+ * Rates are kept to six decimal places (0.0001 %). Both stores take them as 4-byte `real` on
+ * PostgreSQL, which refuses values below about 1e-38 ("underflow") with an error: a threshold of
+ * 5e-324 answered 500. Rounding makes every accepted value storable and what is read back equal to
+ * what was stored.
+ */
+export const keptRate = (rate: number): number => Math.round(rate * 1e6) / 1e6;
+
 export function checkStages(stages: readonly WarmupStage[] | CreateWarmupInput['stages']): WarmupStage[] {
   const sorted = stages
     .map((s) => ({ day: s.day, daily_limit: s.daily_limit, hourly_limit: s.hourly_limit ?? null }))
@@ -71,8 +79,8 @@ export class WarmupPoliciesService {
       id: newId(),
       name: input.name?.trim() || `warmup ${now}`,
       stages: JSON.stringify(stages),
-      max_bounce_rate: input.max_bounce_rate,
-      max_complaint_rate: input.max_complaint_rate,
+      max_bounce_rate: keptRate(input.max_bounce_rate),
+      max_complaint_rate: keptRate(input.max_complaint_rate),
       created_at: now,
       updated_at: now,
     };
@@ -110,8 +118,8 @@ export class WarmupPoliciesService {
         ...row,
         ...(input.name !== undefined ? { name: input.name.trim() } : {}),
         ...(input.stages !== undefined ? { stages: JSON.stringify(checkStages(input.stages)) } : {}),
-        ...(input.max_bounce_rate !== undefined ? { max_bounce_rate: input.max_bounce_rate } : {}),
-        ...(input.max_complaint_rate !== undefined ? { max_complaint_rate: input.max_complaint_rate } : {}),
+        ...(input.max_bounce_rate !== undefined ? { max_bounce_rate: keptRate(input.max_bounce_rate) } : {}),
+        ...(input.max_complaint_rate !== undefined ? { max_complaint_rate: keptRate(input.max_complaint_rate) } : {}),
         updated_at: nowIso(),
       };
       try {
