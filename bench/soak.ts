@@ -9,7 +9,7 @@
  * end it waits for the queue to drain and checks that every 202 reached the sink exactly once. Baseline in
  * the same run: the same load against bare Fastify routes (bench/soak-baseline.ts).
  * SQLite by default; PostgreSQL (a fresh database, dropped at the end) when DATABASE_URL or
- * BENCH_DATABASE_URL is set.
+ * BENCH_DATABASE_URL is set. The server is the compiled dist/ (built first), as `npm start` runs.
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -36,6 +36,14 @@ const P99_TARGET_MS = Number(process.env.SOAK_P99_TARGET_MS ?? 250);
 const RSS_FLAT = 0.05;
 /** Extra node options for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a stall. */
 const NODE_ARGS = (process.env.SOAK_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/**
+ * The server runs what users run: the compiled dist/ (`postyard start`, `npm start`), built from
+ * the current sources first. Through tsx (`SOAK_SOURCES=1`) every module imported after start-up
+ * is compiled on first use and the render threads load through the loader too, which made the
+ * first windows of a soak slower than any production start.
+ */
+const FROM_SOURCES = process.env.SOAK_SOURCES === '1';
+const BIN = FROM_SOURCES ? 'bin/postyard-src.js' : 'bin/postyard.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 async function cleanup() {
@@ -128,6 +136,10 @@ async function main() {
       `warm-up ${WARMUP} s, ${PG_URL ? 'PostgreSQL' : 'SQLite'}, roles ${SPLIT ? 'api,smtp + worker' : 'all in one process'}`,
   );
   if (SPLIT && !PG_URL) throw new Error('SOAK_ROLES=split needs PostgreSQL (DATABASE_URL): SQLite runs one node');
+  if (!FROM_SOURCES && process.env.SOAK_NO_BUILD !== '1') {
+    console.log('server: compiled dist/ (building it: npm run build:server; SOAK_SOURCES=1 runs the sources)');
+    execFileSync('npm', ['run', '--silent', 'build:server'], { stdio: 'inherit' });
+  } else console.log(`server: ${FROM_SOURCES ? 'TypeScript sources through tsx' : 'dist/ as it is (SOAK_NO_BUILD=1)'}`);
 
   console.log(`baseline: bare Fastify, same load, ${BASELINE_SECONDS} s ...`);
   const base = await baseline();
@@ -156,16 +168,16 @@ async function main() {
   };
   const out = execFileSync(
     process.execPath,
-    ['bin/postyard-src.js', 'tenants', 'create', '--name', 'soak', '--from', 'Shop <shop@bench.test>', '--json'],
+    [BIN, 'tenants', 'create', '--name', 'soak', '--from', 'Shop <shop@bench.test>', '--json'],
     { env: { ...process.env, ...env } },
   ).toString();
   const key = (JSON.parse(out) as { api_key: string }).api_key;
   const children = SPLIT
     ? [
-        spawnNode([...NODE_ARGS, 'bin/postyard-src.js', 'start', '--roles', 'api,smtp'], env),
-        spawnNode([...NODE_ARGS, 'bin/postyard-src.js', 'start', '--roles', 'worker'], env),
+        spawnNode([...NODE_ARGS, BIN, 'start', '--roles', 'api,smtp'], env),
+        spawnNode([...NODE_ARGS, BIN, 'start', '--roles', 'worker'], env),
       ]
-    : [spawnNode([...NODE_ARGS, 'bin/postyard-src.js', 'start'], env)];
+    : [spawnNode([...NODE_ARGS, BIN, 'start'], env)];
   for (const c of children) cleanups.push(() => stopChild(c));
   const origin = `http://127.0.0.1:${httpPort}`;
   await waitHttp(`${origin}/healthz`);
