@@ -429,6 +429,7 @@ export interface DB {
   templates: TemplatesTable;
   template_versions: TemplateVersionsTable;
   tracking_firsts: TrackingFirstsTable;
+  tracking_links: TrackingLinksTable;
   pacing_site_overrides: PacingSiteOverridesTable;
   pacing_suspensions: PacingSuspensionsTable;
   pacing_counts: PacingCountsTable;
@@ -437,6 +438,14 @@ export interface DB {
   warmup_policies: WarmupPoliciesTable;
   warmup_counters: WarmupCountersTable;
   warmup_progress: WarmupProgressTable;
+}
+
+/** A transmission's tracked link: version 2 click tokens name `idx` (migration 018). */
+export interface TrackingLinksTable {
+  tenant_id: string;
+  transmission_id: string;
+  idx: number;
+  url: string;
 }
 
 /** The first open of a message (kind `open`, link 0) / first click of a link (kind `click`). */

@@ -15,6 +15,7 @@ import * as m014 from './014_ip_pools.ts';
 import * as m015 from './015_pacing.ts';
 import * as m016 from './016_events_indexes.ts';
 import * as m017 from './017_events_partitions.ts';
+import * as m018 from './018_tracking_links.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '015_pacing': m015,
   '016_events_indexes': m016,
   '017_events_partitions': m017,
+  '018_tracking_links': m018,
 };

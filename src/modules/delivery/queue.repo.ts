@@ -4,6 +4,7 @@ import type { Database } from '../../db/index.ts';
 import { CLAIMABLE_SQL, CLAIMABLE_STATES, RELEASED_STATE_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
+import { loadTransmissionLinks } from '../tracking/links.ts';
 
 /**
  * The delivery queue is the messages table itself (no second queue to lose). A claim moves due
@@ -81,11 +82,19 @@ export async function nextDueAt(db: Executor): Promise<string | null> {
   return (row?.at as string | null | undefined) ?? null;
 }
 
+/**
+ * A transmission as delivery loads it (once per transmission per worker), with its link table
+ * when its clicks are tracked: the render plan turns each URL into a version 2 click token
+ * (tracking/links.ts, render/renderer.ts forDelivery).
+ */
 export async function loadTransmission(db: Executor, tenantId: string, id: string) {
-  return db
+  const row = await db
     .selectFrom('transmissions')
     .select(['id', 'tenant_id', 'content', 'raw_message', 'options', 'mail_type', 'tags', 'created_at'])
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .executeTakeFirst();
+  if (!row) return undefined;
+  const clicks = row.raw_message === null && (JSON.parse(row.options) as { click_tracking?: unknown }).click_tracking;
+  return { ...row, tracking_links: clicks === true ? await loadTransmissionLinks(db, tenantId, id) : null };
 }

@@ -18,6 +18,11 @@ export interface TrackingPlan {
   unsubscribe: boolean;
   /** Feedback-ID value (every message). */
   feedbackId: string;
+  /**
+   * The transmission's link table (tracking/links.ts), index = its number: a link whose URL is in
+   * it gets a version 2 click token naming the number, any other a token carrying its URL.
+   */
+  links?: readonly string[];
 }
 
 /** Gmail's Feedback-ID: up to four colon-separated fields, the sender id last; no colons inside. */
@@ -31,11 +36,13 @@ export function trackingPlan(
     tenant_id: string;
     mail_type: string;
     tags: string[];
-    options: { open_tracking?: boolean; click_tracking?: boolean };
+    options: { open_tracking?: boolean; click_tracking?: boolean; readonly tracking_links?: readonly string[] };
   },
 ): TrackingPlan {
   const marketing = tx.mail_type === 'marketing';
+  const links = tx.options.tracking_links;
   return {
+    ...(links?.length ? { links } : {}),
     base: ctx.base,
     key: ctx.key,
     open: tx.options.open_tracking === true,
@@ -56,6 +63,18 @@ export interface TrackedParts {
   headers: Record<string, string>;
   listUnsubscribe?: string;
   listUnsubscribeOneClick?: boolean;
+}
+
+/** URL -> its number in the link table; the last table's map is kept (a message's links come together). */
+let lastRefs: { links: readonly string[]; map: Map<string, number> } | null = null;
+
+function linkRefs(links: readonly string[] | undefined): Map<string, number> | null {
+  if (!links?.length) return null;
+  if (lastRefs?.links === links) return lastRefs.map;
+  const map = new Map<string, number>();
+  for (const [i, url] of links.entries()) if (url !== undefined && !map.has(url)) map.set(url, i);
+  lastRefs = { links, map };
+  return map;
 }
 
 /** The List-Unsubscribe value of one message: the https one-click URL and a mailto fallback. */
@@ -82,9 +101,14 @@ export function applyTracking<T extends { html?: string; headers?: Record<string
   const out: T & TrackedParts = { ...parts, headers };
   if (messageId === null) return out;
   if (parts.html !== undefined && (plan.open || plan.click)) {
+    const refs = plan.click ? linkRefs(plan.links) : null;
     out.html = rewriteHtml(parts.html, {
       clickUrl: plan.click
-        ? (url, link) => `${plan.base}/c/${signToken(plan.key, { kind: 'click', messageId, link, url })}`
+        ? (url, link) => {
+            const ref = refs?.get(url);
+            const t = ref === undefined ? { url } : { ref };
+            return `${plan.base}/c/${signToken(plan.key, { kind: 'click', messageId, link, ...t })}`;
+          }
         : null,
       openUrl: plan.open ? `${plan.base}/o/${signToken(plan.key, { kind: 'open', messageId })}` : null,
     });

@@ -38,14 +38,29 @@ export function pixelTag(url: string): string {
   return `<img src="${escapeAttr(url)}" width="1" height="1" alt="" style="display:block;border:0;width:1px;height:1px;" />`;
 }
 
-/** Returns the html with its links and pixel as asked; `html` itself when there is nothing to do. */
-export function rewriteHtml(html: string, opts: RewriteOptions): string {
-  if (!opts.clickUrl && !opts.openUrl) return html;
-  const edits: Span[] = [];
-  let links = 0;
-  let bodyClose = -1;
+interface Attr {
+  name: string;
+  value: string;
+  start: number;
+  end: number;
+}
+
+interface Walk {
+  /** A trackable link (`url` decoded and trimmed) and its href attribute's span. */
+  link(url: string, href: Attr): void;
+  /** A link opted out with data-postyard-track="false", and that attribute's span. */
+  optOut?(attr: Attr): void;
+  /** Where a `</body>` (real or implied) starts. */
+  bodyClose?(at: number): void;
+}
+
+/**
+ * The one reading of "which links are tracked": rewriteHtml (at render) and trackedLinks (at
+ * accept) must agree, since a link's URL is looked up in what accept stored.
+ */
+function walk(html: string, w: Walk): void {
   // Attributes of the tag being read: name -> [start, end) in the source, and its decoded value.
-  let attrs: { name: string; value: string; start: number; end: number }[] = [];
+  let attrs: Attr[] = [];
   const parser = new Parser(
     {
       onattribute(name, value) {
@@ -54,28 +69,65 @@ export function rewriteHtml(html: string, opts: RewriteOptions): string {
       onopentag(name) {
         const list = attrs;
         attrs = [];
-        if (!opts.clickUrl || (name !== 'a' && name !== 'area')) return;
+        if (name !== 'a' && name !== 'area') return;
         const optOut = list.find((a) => a.name === 'data-postyard-track');
         if (optOut && optOut.value.trim().toLowerCase() === 'false') {
-          let end = optOut.end; // with the blanks after it, so `<a x="false" href` reads `<a href`
-          while (end < html.length && /\s/.test(html[end] ?? '')) end++;
-          edits.push({ start: optOut.start, end, text: '' });
+          w.optOut?.(optOut);
           return;
         }
         const href = list.find((a) => a.name === 'href');
         if (!href) return;
         const url = href.value.trim();
-        if (!TRACKABLE.test(url) || links > MAX_LINKS) return;
-        edits.push({ start: href.start, end: href.end, text: `href="${escapeAttr(opts.clickUrl(url, links))}"` });
-        links++;
+        if (TRACKABLE.test(url)) w.link(url, href);
       },
       onclosetag(name) {
-        if (name === 'body') bodyClose = parser.startIndex;
+        if (name === 'body') w.bodyClose?.(parser.startIndex);
       },
     },
     { decodeEntities: true, lowerCaseAttributeNames: true, lowerCaseTags: true, recognizeSelfClosing: true },
   );
   parser.end(html);
+}
+
+/**
+ * The distinct URLs of the links rewriteHtml would track, in order of first appearance, for the
+ * transmission's link table (tracking/links.ts): at most MAX_LINKS + 1 of them. A URL holding
+ * template-language syntax (`{{`) is left out: what it becomes is only known per recipient, so
+ * such a link keeps a token that carries its URL.
+ */
+export function trackedLinks(html: string): string[] {
+  const seen = new Set<string>();
+  walk(html, {
+    link(url) {
+      if (seen.size <= MAX_LINKS && !url.includes('{{')) seen.add(url);
+    },
+  });
+  return [...seen];
+}
+
+/** Returns the html with its links and pixel as asked; `html` itself when there is nothing to do. */
+export function rewriteHtml(html: string, opts: RewriteOptions): string {
+  if (!opts.clickUrl && !opts.openUrl) return html;
+  const clickUrl = opts.clickUrl;
+  const edits: Span[] = [];
+  let links = 0;
+  let bodyClose = -1;
+  walk(html, {
+    link(url, href) {
+      if (!clickUrl || links > MAX_LINKS) return;
+      edits.push({ start: href.start, end: href.end, text: `href="${escapeAttr(clickUrl(url, links))}"` });
+      links++;
+    },
+    optOut(attr) {
+      if (!clickUrl) return;
+      let end = attr.end; // with the blanks after it, so `<a x="false" href` reads `<a href`
+      while (end < html.length && /\s/.test(html[end] ?? '')) end++;
+      edits.push({ start: attr.start, end, text: '' });
+    },
+    bodyClose(at) {
+      bodyClose = at;
+    },
+  });
   if (opts.openUrl) {
     // Before </body> when the source has one (the last one: the parser reports implied closes
     // at the end too, which have no text to insert before), else at the very end.

@@ -1,17 +1,21 @@
 /**
  * Tracking tokens (docs/tracking.md "Tokens"): what `/o/<token>`, `/c/<token>` and `/u/<token>`
- * carry. A token is base64url(payload || mac):
+ * carry. A token is base64url(payload || mac), mac = first 16 bytes of HMAC-SHA256(key, payload):
  *
- *   payload = version (1) | kind (1: 0 open, 1 click, 2 unsubscribe) | message id (16, the UUID's bytes)
- *             [click only: link index (2, big-endian) | the link's URL (UTF-8)]
- *   mac     = first 16 bytes of HMAC-SHA256(key, payload)
+ *   version 1: 1 | kind (1: 0 open, 1 click, 2 unsubscribe) | message id (16, the UUID's bytes)
+ *              [click only: link position (2, big-endian) | the link's URL (UTF-8)]
+ *   version 2: 2 | 1 (click) | message id (16) | link position (2) | link reference (2)
  *
  * The key is derived from the master key with HKDF (info `postyard tracking token v1`), so it
  * signs nothing else and leaking one token key reveals nothing about the master key.
  *
- * A click token carries its URL: only what Postyard signed is ever honoured, so the redirect can
- * only go to a URL that was in the message (no open redirect), and no per-link rows are stored
- * at send time. The cost is a longer link (about 1.4 x the URL plus 46 characters).
+ * Version 2 (clicks only, 51 characters): the reference is the link's row in its transmission's
+ * link table (`tracking_links`, written at accept: tracking/links.ts), so the token does not grow
+ * with the URL; the click looks the URL up. Version 1 click tokens carry their URL (about 1.4 x the
+ * URL plus 46 characters): mail sent before version 2 has them, and a link whose URL was not known
+ * at accept (built by the template language from a recipient's data) still gets one. Either way
+ * only what Postyard signed is honoured, so the redirect only goes to a URL that was in the
+ * message (no open redirect). Opens and unsubscribes stay version 1 (46 characters, no URL).
  */
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
@@ -22,17 +26,31 @@ export interface TrackingToken {
   messageId: string;
   /** Click only: the link's position among the message's tracked links (0-based). */
   link?: number;
-  /** Click only: where the link goes. */
+  /** Click, version 1 only: where the link goes. */
   url?: string;
+  /** Click, version 2 only: the link's index in its transmission's link table (tracking_links.idx). */
+  ref?: number;
 }
 
 const VERSION = 1;
+/** Click tokens that name a row of the transmission's link table instead of carrying the URL. */
+const VERSION_LINK_REF = 2;
+const CLICK = 1;
+/** Length of a version 2 payload: version, kind, message id, position, reference. */
+const LINK_REF_PAYLOAD = 22;
 const KINDS: readonly TokenKind[] = ['open', 'click', 'unsubscribe'];
 const MAC_BYTES = 16;
 const UUID_HEX = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Longest token accepted (a 4 KB URL and then some); anything longer is refused unread. */
 export const MAX_TOKEN_CHARS = 6000;
 export const MAX_LINKS = 0xffff;
+
+function u16(n: number, what: string): Buffer {
+  if (!Number.isInteger(n) || n < 0 || n > MAX_LINKS) throw new Error(`${what} out of range`);
+  const b = Buffer.alloc(2);
+  b.writeUInt16BE(n);
+  return b;
+}
 
 /** The token key: HKDF-SHA256 of the master key, for this purpose only. */
 export function deriveTokenKey(masterKey: Buffer | Uint8Array): Buffer {
@@ -53,15 +71,18 @@ function mac(key: Uint8Array, payload: Buffer): Buffer {
   return createHmac('sha256', key).update(payload).digest().subarray(0, MAC_BYTES);
 }
 
+/** A version 2 click token when `ref` is given, else version 1 (the URL in the token). */
 export function signToken(key: Uint8Array, t: TrackingToken): string {
-  const head = Buffer.from([VERSION, KINDS.indexOf(t.kind)]);
-  let payload = Buffer.concat([head, uuidBytes(t.messageId)]);
-  if (t.kind === 'click') {
-    const link = t.link ?? 0;
-    if (!Number.isInteger(link) || link < 0 || link > MAX_LINKS) throw new Error('link index out of range');
-    const idx = Buffer.alloc(2);
-    idx.writeUInt16BE(link);
-    payload = Buffer.concat([payload, idx, Buffer.from(t.url ?? '', 'utf8')]);
+  let payload: Buffer;
+  if (t.kind === 'click' && t.ref !== undefined) {
+    const head = Buffer.from([VERSION_LINK_REF, CLICK]);
+    payload = Buffer.concat([head, uuidBytes(t.messageId), u16(t.link ?? 0, 'link position'), u16(t.ref, 'link ref')]);
+  } else {
+    const head = Buffer.from([VERSION, KINDS.indexOf(t.kind)]);
+    payload = Buffer.concat([head, uuidBytes(t.messageId)]);
+    if (t.kind === 'click') {
+      payload = Buffer.concat([payload, u16(t.link ?? 0, 'link position'), Buffer.from(t.url ?? '', 'utf8')]);
+    }
   }
   return Buffer.concat([payload, mac(key, payload)]).toString('base64url');
 }
@@ -76,8 +97,13 @@ export function verifyToken(key: Uint8Array, token: string, expect: TokenKind): 
   if (raw.length < 18 + MAC_BYTES) return null;
   const payload = raw.subarray(0, raw.length - MAC_BYTES);
   if (!timingSafeEqual(mac(key, payload), raw.subarray(raw.length - MAC_BYTES))) return null;
-  if (payload[0] !== VERSION || KINDS[payload[1] ?? 99] !== expect) return null;
+  if (KINDS[payload[1] ?? 99] !== expect) return null;
   const messageId = uuidText(payload.subarray(2, 18));
+  if (payload[0] === VERSION_LINK_REF) {
+    if (expect !== 'click' || payload.length !== LINK_REF_PAYLOAD) return null;
+    return { kind: 'click', messageId, link: payload.readUInt16BE(18), ref: payload.readUInt16BE(20) };
+  }
+  if (payload[0] !== VERSION) return null;
   if (expect !== 'click') return payload.length === 18 ? { kind: expect, messageId } : null;
   if (payload.length < 20) return null;
   const url = payload.subarray(20).toString('utf8');
@@ -98,7 +124,7 @@ export function messageIdBytes(messageId: string): Buffer {
   return uuidBytes(messageId);
 }
 
-/** `payload` (a token's, from tokenPayload) for another message: same kind, link and URL. */
+/** `payload` (a token's, from tokenPayload) for another message: same version, kind, link, URL or ref. */
 export function resignForMessage(key: Uint8Array, payload: Buffer, messageId: Buffer): string {
   const p = Buffer.from(payload);
   messageId.copy(p, 2);

@@ -1,6 +1,6 @@
 /**
  * Tracking routes (docs/tracking.md). Public, no API key: `GET /o/<token>` (open pixel),
- * `GET /c/<token>` (click: 302 to the URL the token carries), `GET /u/<token>` (a page with a
+ * `GET /c/<token>` (click: 302 to the token's URL, carried or named: token.ts), `GET /u/<token>` (a page with a
  * confirm button; changes nothing, since link scanners follow GETs) and `POST /u/<token>`
  * (RFC 8058 one-click from the mailbox provider, or the page's button). A bad token and a token
  * whose message no longer exists get the same 404, so the routes say nothing about messages.
@@ -120,13 +120,16 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
     pub.get('/c/:token', common, async (req, reply) => {
       if (await overBudget(req, reply)) return reply;
       const t = token(req.params.token, 'click');
-      if (!t?.url) return notFound(reply);
-      const link = { link: t.link ?? 0, url: t.url };
-      if (!(await tracking.record('click', t.messageId, client(req), link))) return notFound(reply);
+      // Version 2 names a row of the transmission's link table, version 1 carries its URL.
+      const target =
+        t?.ref !== undefined ? { link: t.link ?? 0, ref: t.ref } : t?.url ? { link: t.link ?? 0, url: t.url } : null;
+      if (!t || !target) return notFound(reply);
+      const url = (await tracking.record('click', t.messageId, client(req), target))?.url;
+      if (!url) return notFound(reply);
       counted.inc({ kind: 'click' });
       return reply
         .code(302)
-        .header('Location', t.url)
+        .header('Location', url)
         .header('Cache-Control', 'no-store')
         .header('Referrer-Policy', 'no-referrer')
         .send();

@@ -8,7 +8,8 @@
  * are kept in memory (docs/tracking.md "Throughput"): the message's facts once they can no longer
  * change the event (FACTS_TTL_MS at most), and which (message, kind, link) already has its
  * `tracking_firsts` row (such a row is never removed while its message exists, so "seen" stays
- * true; another node inserting one meanwhile only means we try the insert once more).
+ * true; another node inserting one meanwhile only means we try the insert once more). And the
+ * URLs of version 2 click tokens, from their transmission's link table (tracking/links.ts).
  */
 import type { GroupCommit } from '../../db/group-commit.ts';
 import type { Executor } from '../../db/executor.ts';
@@ -17,12 +18,14 @@ import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+import { linkUrl } from './links.ts';
 import { classify, SCANNER_CLICK_WINDOW_MS } from './machine.ts';
 
 /** How long cached message facts are trusted (a deleted tenant's links stop recording by then). */
 export const FACTS_TTL_MS = 5 * 60_000;
 const FACTS_MAX = 20_000;
 const FIRSTS_MAX = 100_000;
+const LINKS_MAX = 20_000;
 /** Most opens and clicks written in one transaction. */
 const MAX_BATCH = 256;
 /** States a message never leaves for `delivered` (so its click timing rule cannot apply later). */
@@ -97,12 +100,21 @@ interface CachedFacts {
   expires: number;
 }
 
+/**
+ * A click as its token says it: the link's position, and its URL (version 1) or its number in the
+ * transmission's link table (version 2, token.ts).
+ */
+export type ClickTarget = { link: number; url: string } | { link: number; ref: number };
+
+/** What a record found: null when its message (or, for a version 2 click, its link) does not exist. */
+export type Recorded = { url: string | null } | null;
+
 interface PendingRecord {
   kind: 'open' | 'click';
   messageId: string;
   client: ClientInfo;
-  click?: { link: number; url: string } | undefined;
-  resolve(ok: boolean): void;
+  click?: ClickTarget | undefined;
+  resolve(r: Recorded): void;
   reject(err: unknown): void;
 }
 
@@ -113,6 +125,12 @@ export class TrackingService {
   private scheduled = false;
   private readonly facts = new BoundedCache<string, CachedFacts>(FACTS_MAX);
   private readonly firstsSeen = new BoundedCache<string, true>(FIRSTS_MAX);
+  /**
+   * `<transmission>:<idx>` -> URL. A link row never changes, and goes only with its transmission;
+   * an entry is only read after the message's facts said the message exists, so it needs no
+   * expiry of its own.
+   */
+  private readonly links = new BoundedCache<string, string>(LINKS_MAX);
 
   constructor(
     private readonly groupCommit: GroupCommit,
@@ -147,14 +165,26 @@ export class TrackingService {
     return markFirst(db, m, kind, link);
   }
 
+  /** The URL of a click: the token's own (version 1), or its row of the link table (version 2). */
+  private async clickUrl(db: Executor, m: MessageFacts, click: ClickTarget): Promise<string | undefined> {
+    if ('url' in click) return click.url;
+    const k = `${m.transmission_id}:${click.ref}`;
+    const hit = this.links.get(k);
+    if (hit !== undefined) return hit;
+    const url = await linkUrl(db, m.tenant_id, m.transmission_id, click.ref);
+    if (url !== undefined) this.links.set(k, url);
+    return url;
+  }
+
   /**
-   * Records an open (`link` undefined) or a click; resolves after the event is durably stored.
-   * False when the message does not exist (deleted, or never did): the caller answers exactly as
-   * for a bad token. The records of one event-loop turn are written together: one transaction,
-   * one multi-row insert of their events.
+   * Records an open (`click` undefined) or a click; resolves after the event is durably stored,
+   * with the click's URL. Null when the message does not exist (deleted, or never did), or a
+   * version 2 click's link row does not: the caller answers exactly as for a bad token. The
+   * records of one event-loop turn are written together: one transaction, one multi-row insert
+   * of their events.
    */
-  record(kind: 'open' | 'click', messageId: string, client: ClientInfo, click?: { link: number; url: string }) {
-    return new Promise<boolean>((resolve, reject) => {
+  record(kind: 'open' | 'click', messageId: string, client: ClientInfo, click?: ClickTarget) {
+    return new Promise<Recorded>((resolve, reject) => {
       this.pending.push({ kind, messageId, client, click, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
@@ -181,29 +211,34 @@ export class TrackingService {
     }
   }
 
-  private settle(batch: PendingRecord[], results: boolean[]): void {
+  private settle(batch: PendingRecord[], results: Recorded[]): void {
     for (const [i, p] of batch.entries()) {
-      if (results[i]) this.firstsSeen.set(firstKey(p), true);
-      p.resolve(results[i] === true);
+      const r = results[i] ?? null;
+      if (r) this.firstsSeen.set(firstKey(p), true);
+      p.resolve(r);
     }
   }
 
-  /** The batch's rows, in the caller's transaction; per record: did its message exist. */
-  private async write(trx: Executor, batch: PendingRecord[]): Promise<boolean[]> {
+  /** The batch's rows, in the caller's transaction; per record what it found (see record). */
+  private async write(trx: Executor, batch: PendingRecord[]): Promise<Recorded[]> {
     const now = Date.now();
-    const out: boolean[] = [];
+    const out: Recorded[] = [];
     const events: NewEvent[] = [];
     for (const p of batch) {
       const f = await this.factsOf(trx, p.messageId, now);
-      out.push(!!f);
-      if (!f) continue;
+      const url = f && p.click ? await this.clickUrl(trx, f.m, p.click) : null;
+      if (!f || url === undefined) {
+        out.push(null);
+        continue;
+      }
+      out.push({ url });
       const { kind, client, click } = p;
       const since = f.deliveredAt === null ? null : now - f.deliveredAt;
       const { machine } = classify({ kind, ip: client.ip, userAgent: client.userAgent, sinceDeliveryMs: since });
       const first = await this.first(trx, firstKey(p), f.m, kind, click?.link ?? 0);
       const data =
         kind === 'click'
-          ? { user_agent: client.userAgent, ip: client.ip, url: click?.url ?? '', first, machine }
+          ? { user_agent: client.userAgent, ip: client.ip, url: url ?? '', first, machine }
           : { user_agent: client.userAgent, ip: client.ip, first, machine };
       events.push({ ...f.base, type: kind === 'click' ? 'message.clicked' : 'message.opened', data });
     }

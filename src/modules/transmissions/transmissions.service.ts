@@ -11,6 +11,7 @@ import { Pacer } from '../../lib/pacer.ts';
 import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+import { insertTransmissionLinks } from '../tracking/links.ts';
 import { resolveTracking, trackingSettingsOnce } from '../tracking/settings.ts';
 import {
   findMessage,
@@ -127,6 +128,7 @@ export class TransmissionsService {
       await pace.tick();
     }
 
+    const tracking = resolveTracking(await trackingSettingsOnce(trx, tenantId), input.mailType, input.options);
     await insertTransmission(trx, {
       tenant_id: tenantId,
       id: transmissionId,
@@ -138,7 +140,7 @@ export class TransmissionsService {
       raw_message: input.rawMessage ? input.rawMessage.toString('base64') : null,
       options: JSON.stringify({
         ...input.options,
-        ...resolveTracking(await trackingSettingsOnce(trx, tenantId), input.mailType, input.options),
+        ...tracking,
         ...(ipPoolId ? { ip_pool_id: ipPoolId } : {}),
       }),
       total_accepted: accepted,
@@ -146,6 +148,18 @@ export class TransmissionsService {
       start_time: input.startTime,
       created_at: now,
     });
+    // Once per transmission, however many recipients: the link table its click tokens name.
+    await insertTransmissionLinks(
+      trx,
+      {
+        tenantId,
+        transmissionId,
+        html: input.content.html,
+        clickTracking: tracking.click_tracking,
+        raw: input.rawMessage !== null,
+      },
+      pace,
+    );
     await insertMany(trx, 'messages', messages, pace);
     await insertEvents(trx, events, pace);
     return {

@@ -47,18 +47,29 @@ export interface TransmissionOptions {
   open_tracking?: boolean;
   click_tracking?: boolean;
   tracking?: TrackingPlan | null;
+  /** The transmission's link table (not enumerable: see forDelivery). */
+  readonly tracking_links?: readonly string[];
 }
 
-/** A transmissions row as the renderer takes it: content parsed and the From domain decided, once. */
+/**
+ * A transmissions row as the renderer takes it: content parsed and the From domain decided, once.
+ * `tracking_links` (queue.repo.ts loadTransmission) rides on the options for trackingPlan, which
+ * puts it in the plan; it is not enumerable, so the options copied into every render request do
+ * not carry the list a second time.
+ */
 export function forDelivery(
-  row: Pick<TransmissionsTable, 'id' | 'content' | 'raw_message' | 'options'>,
+  row: Pick<TransmissionsTable, 'id' | 'content' | 'raw_message' | 'options'> & {
+    tracking_links?: readonly string[] | null;
+  },
 ): TransmissionForDelivery {
   const content = parseStoredContent(row.content);
+  const options = JSON.parse(row.options) as TransmissionOptions;
+  if (row.tracking_links) Object.defineProperty(options, 'tracking_links', { value: row.tracking_links });
   return {
     id: row.id,
     content,
     raw: row.raw_message ? Buffer.from(row.raw_message, 'base64') : null,
-    options: JSON.parse(row.options) as TransmissionOptions,
+    options,
     fromDomain: fromDomainOf(content),
   };
 }
