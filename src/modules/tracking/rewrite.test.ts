@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rewriteHtml } from './rewrite.ts';
+import { rewriteHtml, trackedLinks } from './rewrite.ts';
 
 const clickUrl = (url: string, i: number) => `https://t.example/c/${i}?${encodeURIComponent(url)}`;
 
@@ -37,5 +37,28 @@ describe('rewriteHtml', () => {
   it('returns the html unchanged when nothing is tracked', () => {
     const html = '<a href="https://a.example/">a</a>';
     expect(rewriteHtml(html, { clickUrl: null, openUrl: null })).toBe(html);
+  });
+
+  it('trackedLinks: the distinct URLs rewriteHtml would track, in order; not opted-out, other schemes or templated ones', () => {
+    const html =
+      '<a href="https://a.example/x?y=1&amp;z=2">1</a><a href="mailto:x@y.example">m</a>' +
+      '<a data-postyard-track="false" href="https://keep.example/">k</a><a href="https://b.example/{{id}}">t</a>' +
+      '<!-- <a href="https://comment.example/">c</a> --><area href="http://c.example/">' +
+      '<a href=" https://a.example/x?y=1&z=2 ">again</a>';
+    expect(trackedLinks(html)).toEqual(['https://a.example/x?y=1&z=2', 'http://c.example/']);
+    const seen: string[] = [];
+    rewriteHtml(html, {
+      clickUrl: (url) => {
+        seen.push(url);
+        return url;
+      },
+      openUrl: null,
+    });
+    expect(seen).toEqual([
+      'https://a.example/x?y=1&z=2',
+      'https://b.example/{{id}}',
+      'http://c.example/',
+      'https://a.example/x?y=1&z=2',
+    ]);
   });
 });

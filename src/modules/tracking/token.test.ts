@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { deriveTokenKey, signToken, verifyToken } from './token.ts';
 
@@ -36,6 +36,41 @@ describe('tracking tokens', () => {
     expect(verifyToken(deriveTokenKey(randomBytes(32)), click, 'click')).toBeNull();
     expect(verifyToken(key, 'not a token', 'click')).toBeNull();
     expect(verifyToken(key, 'A'.repeat(7000), 'click')).toBeNull();
+  });
+
+  it('version 2 click tokens: 51 characters whatever the URL, position and link number round-trip', () => {
+    const t = signToken(key, { kind: 'click', messageId: id, link: 513, ref: 65535 });
+    expect(t.length).toBe(51);
+    expect(Buffer.from(t, 'base64url')[0]).toBe(2);
+    expect(verifyToken(key, t, 'click')).toEqual({ kind: 'click', messageId: id, link: 513, ref: 65535 });
+    expect(verifyToken(key, t, 'open')).toBeNull();
+    expect(() => signToken(key, { kind: 'click', messageId: id, link: 0, ref: 65536 })).toThrow();
+    // Without a link number the token is version 1 and carries the URL, as before.
+    const v1 = signToken(key, { kind: 'click', messageId: id, link: 1, url: 'https://a.example/' });
+    expect(Buffer.from(v1, 'base64url')[0]).toBe(1);
+  });
+
+  it('refuses a tampered version 2 token, and version 2 payloads of another kind or length even when signed', () => {
+    const t = signToken(key, { kind: 'click', messageId: id, link: 0, ref: 3 });
+    const raw = Buffer.from(t, 'base64url');
+    for (let i = 0; i < raw.length; i++) {
+      const bad = Buffer.from(raw);
+      bad[i] = (bad[i] ?? 0) ^ 0x40;
+      expect(verifyToken(key, bad.toString('base64url'), 'click')).toBeNull();
+    }
+    const sign = (payload: Buffer) =>
+      Buffer.concat([payload, createHmac('sha256', key).update(payload).digest().subarray(0, 16)]).toString(
+        'base64url',
+      );
+    const payload = raw.subarray(0, raw.length - 16);
+    const asOpen = Buffer.from(payload);
+    asOpen[1] = 0;
+    expect(verifyToken(key, sign(asOpen), 'open')).toBeNull();
+    expect(verifyToken(key, sign(Buffer.concat([payload, Buffer.from([0])])), 'click')).toBeNull();
+    expect(verifyToken(key, sign(payload.subarray(0, 21)), 'click')).toBeNull();
+    const v3 = Buffer.from(payload);
+    v3[0] = 3;
+    expect(verifyToken(key, sign(v3), 'click')).toBeNull();
   });
 
   it('derives different keys from different master keys, and the same key from the same one', () => {
