@@ -1,4 +1,4 @@
-import { dialectSql, isPostgres, runSql } from '../../db/dialect.ts';
+import { dialectSql, runSql } from '../../db/dialect.ts';
 import type { Database } from '../../db/index.ts';
 import { CLAIMABLE_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
@@ -9,17 +9,19 @@ import { isoAt } from '../../lib/clock.ts';
  * of the whole queue, so a tenant that queued 200,000 marketing messages held back everyone's
  * password resets until they had gone out. A claim now serves tenants in turn:
  *
- * 1. The next TENANTS_PER_CLAIM tenants with pending work after this worker's cursor, found by a
- *    skip scan of messages_fair (tenant_id, priority, next_attempt_at), pending rows only
- *    (migration 015): one index probe per tenant, whatever their backlogs.
+ * 1. The next TENANTS_PER_CLAIM tenants (fewer if the batch is smaller: one per message) with
+ *    pending work after this worker's cursor, found by a skip scan of messages_fair (tenant_id,
+ *    priority, next_attempt_at), pending rows only (migration 015): one index probe per tenant,
+ *    whatever their backlogs.
  * 2. From each, up to its share of the batch, transactional (priority 0) before marketing, each
  *    in due order: at most two short index ranges per tenant.
  * 3. Those rows are taken with the lease, re-checked (still pending and due) so two workers that
  *    picked the same rows cannot both take one: on PostgreSQL under FOR UPDATE SKIP LOCKED, on
- *    SQLite under its single writer lock.
+ *    SQLite under its single writer lock. Steps 2 and 3 are one statement (TAKE_FAIR).
  *
  * The cursor wraps around after the last tenant, so every tenant with due work is reached within
- * ceil(tenants / TENANTS_PER_CLAIM) claims. Each worker starts its cursor at a random tenant id so
+ * ceil(tenants / tenants walked per claim) claims from the first tenant (one more from a cursor
+ * mid-way: the claim that reaches the last tenant walks fewer; test/pacing/fair-claim.test.ts). Each worker starts its cursor at a random tenant id so
  * that workers on several nodes do not all contend for the same heads. Tenants the worker already
  * holds its share of (`skip`) are passed over, so one tenant cannot fill the worker's memory.
  */
@@ -43,36 +45,6 @@ const NEXT_TENANTS = dialectSql({
 });
 
 /**
- * SQLite, one tenant and priority: [tenant, priority, now, limit] -> id rows. Short texts run
- * from the statement cache; one statement for all tenants (a UNION ALL of 64 ranges) was slower,
- * its long text being prepared again on every claim (src/db/statement-cache.ts keeps short ones).
- */
-const DUE_OF_TENANT = dialectSql({
-  sqlite:
-    `select id from messages indexed by messages_fair where tenant_id = ? and ${CLAIMABLE_SQL} and priority = ? ` +
-    'and next_attempt_at <= ? order by next_attempt_at limit ?',
-  // Not used on PostgreSQL (TAKE_FAIR_PG picks in one statement); kept valid for symmetry.
-  postgres:
-    `select id from messages where tenant_id = $1 and ${CLAIMABLE_SQL} and priority = $2 ` +
-    'and next_attempt_at <= $3 order by next_attempt_at limit $4',
-});
-
-/**
- * SQLite: [until, workerId, now, ids] -> the claimed rows. The unary `+` keeps the re-check out of
- * the planner's index choice: on `next_attempt_at <= ?` it walked messages_claimable over every
- * due row (65 ms per claim with 100,000 queued) instead of looking up the ids by primary key.
- */
-const TAKE_IDS = dialectSql({
-  sqlite:
-    `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
-    `where id in (select value from json_each(?)) and +${CLAIMABLE_SQL} and +next_attempt_at <= ? returning *`,
-  sqliteArgs: [0, 1, 0, 2, 3, 2],
-  postgres:
-    `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
-    `where id = any($4::text[]) and ${CLAIMABLE_SQL} and next_attempt_at <= $3 returning *`,
-});
-
-/**
  * PostgreSQL, in one statement: [until, workerId, now, tenants, perTenant, limit]. Each tenant's
  * share is a LATERAL pair of index ranges (priority 0 first; the Append stops at the limit), and
  * the picked rows are locked with SKIP LOCKED before the update re-checks them.
@@ -85,6 +57,29 @@ const TAKE_FAIR_PG =
   'union all ' +
   `(select id from messages where tenant_id = t.tid and ${CLAIMABLE_SQL} and priority = 1 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
   `limit $5) x limit $6)) and ${CLAIMABLE_SQL} and next_attempt_at <= $3 for update skip locked)) returning *`;
+
+/**
+ * The claim in one statement: [until, workerId, now, tenants, share, limit] -> the claimed rows.
+ * SQLite: for each tenant in walk order (CROSS JOIN keeps json_each first), a correlated pair of
+ * index ranges of messages_fair (priority 0 first, each in due order, `share` in all), then the
+ * update by primary key, under SQLite's writer lock so no other worker takes a row in between.
+ * Before, the picks were 64 short statements (two per tenant) before the UPDATE: their trips
+ * through the driver cost more than their index ranges (docs/benchmarks.md, "Fair claims"). The
+ * text is short enough for the statement cache (src/db/statement-cache.ts). The unary `+` keeps the re-check out of the planner's index choice: on `next_attempt_at <= ?`
+ * it walked messages_claimable over every due row instead of looking up the ids by primary key.
+ */
+const TAKE_FAIR = dialectSql({
+  sqlite:
+    `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
+    'where id in (select m.id from json_each(?) t cross join messages m on m.id in (' +
+    `select id from (select id from messages indexed by messages_fair where tenant_id = t.value and ${CLAIMABLE_SQL} ` +
+    'and priority = 0 and next_attempt_at <= ? order by next_attempt_at limit ?) union all ' +
+    `select id from (select id from messages indexed by messages_fair where tenant_id = t.value and ${CLAIMABLE_SQL} ` +
+    'and priority = 1 and next_attempt_at <= ? order by next_attempt_at limit ?) limit ?) limit ?) ' +
+    `and +${CLAIMABLE_SQL} and +next_attempt_at <= ? returning *`,
+  sqliteArgs: [0, 1, 0, 2, 3, 2, 4, 2, 4, 4, 5, 2],
+  postgres: TAKE_FAIR_PG,
+});
 
 export class FairClaimer {
   /** The last tenant served; the next claim starts after it. */
@@ -109,30 +104,18 @@ export class FairClaimer {
     const db = database.db;
     const now = isoAt(nowMs);
     const until = isoAt(nowMs + leaseMs);
-    const rows = await runSql<{ tenant_id: string }>(db, NEXT_TENANTS, [this.cursor, TENANTS_PER_CLAIM]);
+    // At most one tenant per message of the batch: with 32 tenants walked and a batch of 10, the
+    // cursor moved past 22 tenants that got nothing (and with fewer than 32 tenants pending, the
+    // walk wrapped and started again at the first: the others never got a turn).
+    const walk = Math.max(1, Math.min(TENANTS_PER_CLAIM, limit));
+    const rows = await runSql<{ tenant_id: string }>(db, NEXT_TENANTS, [this.cursor, walk]);
     // Fewer than asked: the walk reached the last tenant, the next claim starts from the first.
-    this.cursor = rows.length < TENANTS_PER_CLAIM ? '' : (rows.at(-1)?.tenant_id ?? '');
+    this.cursor = rows.length < walk ? '' : (rows.at(-1)?.tenant_id ?? '');
     const tenants = rows.map((r) => r.tenant_id).filter((t) => !skip.has(t));
     if (tenants.length === 0) return [];
     // Rounded down: every tenant walked gets its full share (the cursor moves past all of them);
     // rounded up, the batch filled before the last few, which the cursor then skipped.
     const share = Math.max(1, Math.floor(limit / tenants.length));
-    if (isPostgres(db)) {
-      return runSql<MessagesTable>(db, TAKE_FAIR_PG, [until, workerId, now, tenants, share, limit]);
-    }
-    const ids: string[] = [];
-    for (const tenant of tenants) {
-      let taken = 0;
-      for (const priority of [0, 1]) {
-        const want = Math.min(share - taken, limit - ids.length);
-        if (want <= 0) break;
-        const picked = await runSql<{ id: string }>(db, DUE_OF_TENANT, [tenant, priority, now, want]);
-        for (const p of picked) ids.push(p.id);
-        taken += picked.length;
-      }
-      if (ids.length >= limit) break;
-    }
-    if (ids.length === 0) return [];
-    return runSql<MessagesTable>(db, TAKE_IDS, [until, workerId, now, ids]);
+    return runSql<MessagesTable>(db, TAKE_FAIR, [until, workerId, now, tenants, share, limit]);
   }
 }
