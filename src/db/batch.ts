@@ -1,6 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { Pacer } from '../lib/pacer.ts';
-import { runSql, shapedSql } from './dialect.ts';
+import { isPostgres, runSql, shapedSql } from './dialect.ts';
 import { insertBufferOf } from './deferred-inserts.ts';
 import type { Executor } from './executor.ts';
 import type { DB } from './schema.ts';
@@ -71,3 +71,66 @@ async function insertWithBuilder<T extends keyof DB & string>(db: Executor, tabl
       .execute();
   }
 }
+
+/**
+ * The rows a group-commit batch held back (src/db/deferred-inserts.ts), written in the order
+ * given (parents before children). On PostgreSQL all tables go in one statement, an INSERT per
+ * table in data-modifying WITH clauses: every statement is a round trip the batch waits for, and
+ * the foreign keys are checked at the end of the statement, when all rows are in. SQLite (no
+ * round trips) and batches past the parameter limit take one multi-row INSERT per table.
+ */
+export async function insertGroups(
+  db: Executor,
+  groups: { table: string; rows: Record<string, unknown>[] }[],
+  pace: Pacer,
+): Promise<void> {
+  const live = groups.filter((g) => g.rows.length > 0);
+  const one = live.length > 1 ? oneStatement(db, live) : null;
+  if (one) {
+    await runSql(db, one.sql, one.params);
+    return;
+  }
+  for (const g of live) await insertMany(db, g.table as keyof DB & string, g.rows as never[], pace);
+}
+
+/**
+ * PostgreSQL: the INSERTs of all `groups` as one statement (data-modifying WITH clauses), or
+ * null when that is not possible (SQLite, rows that are not uniform, past the parameter limit).
+ * One statement is atomic on its own, in a transaction or not.
+ */
+export function oneStatement(
+  db: Executor,
+  groups: { table: string; rows: Record<string, unknown>[] }[],
+): { sql: string; params: unknown[] } | null {
+  const live = groups.filter((g) => g.rows.length > 0);
+  if (live.length === 0 || !isPostgres(db)) return null;
+  const params: unknown[] = [];
+  const shape: string[] = [];
+  for (const g of live) {
+    const cols = Object.keys(g.rows[0] as object);
+    for (const row of g.rows) {
+      if (Object.keys(row).length !== cols.length) return null;
+      for (const c of cols) {
+        const v = row[c];
+        if (v === undefined) return null;
+        params.push(v);
+      }
+    }
+    if (params.length > MAX_PARAMS) return null;
+    shape.push(`${g.table}:${cols.join(',')}:${g.rows.length}`);
+  }
+  return { sql: insertAllSql(db, shape.join(';')), params };
+}
+
+/** `with t0 as (insert ...), t1 as (insert ...) select 1` for a shape "table:cols:rows;..." (PostgreSQL). */
+const insertAllSql = shapedSql(500, (param, _dialect, shape: string) => {
+  let n = 0;
+  const parts = shape.split(';').map((part, i) => {
+    const [table, colList, rowCount] = part.split(':') as [string, string, string];
+    const cols = colList.split(',');
+    const tuple = () => `(${cols.map(() => param(++n)).join(', ')})`;
+    const values = Array.from({ length: Number(rowCount) }, tuple).join(', ');
+    return `t${i} as (insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values ${values})`;
+  });
+  return `with ${parts.join(', ')} select 1`;
+});

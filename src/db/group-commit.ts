@@ -1,8 +1,9 @@
 import type { ControlledTransaction, Transaction } from 'kysely';
 import { Pacer } from '../lib/pacer.ts';
-import { insertMany } from './batch.ts';
+import { insertGroups, oneStatement } from './batch.ts';
+import { gatherReads } from './coalesce.ts';
 import { bufferInserts, InsertBuffer } from './deferred-inserts.ts';
-import { isPostgres } from './dialect.ts';
+import { isPostgres, runSql } from './dialect.ts';
 import type { Database } from './index.ts';
 import type { DB } from './schema.ts';
 
@@ -12,6 +13,8 @@ interface Pending {
   work: Work<unknown>;
   /** Its insertMany calls are held back and written with the batch's multi-row INSERTs. */
   buffered: boolean;
+  /** Besides those inserts it only reads (runInserts): on PostgreSQL its batch needs no transaction. */
+  insertsOnly: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -69,12 +72,16 @@ export class GroupCommit {
   private readonly lanes: number;
   private readonly maxBatch: number;
   private readonly delayMs: number;
+  /** PostgreSQL: the units of an all-buffered batch run at the same time (see concurrently). */
+  private readonly concurrent: boolean;
 
   constructor(
     private readonly database: Database,
     opts: GroupCommitOptions = {},
   ) {
     this.lanes = isPostgres(database) ? Math.max(1, opts.lanes ?? 4) : 1;
+    // SQLite answers synchronously: a read costs no round trip, so nothing is gained there.
+    this.concurrent = isPostgres(database);
     this.maxBatch = opts.maxBatch ?? 128;
     this.delayMs = opts.delayMs ?? 0;
   }
@@ -88,9 +95,18 @@ export class GroupCommit {
    */
   runBuffered = <T>(work: Work<T>): Promise<T> => this.enqueue(work, true);
 
-  private enqueue<T>(work: Work<T>, buffered: boolean): Promise<T> {
+  /**
+   * As `runBuffered`, for work that writes nothing but those held-back inserts (an accept without
+   * an Idempotency-Key): any other statement it makes must be a read. On PostgreSQL a batch of
+   * such units opens no transaction: they read in autocommit, and all their rows go in with one
+   * statement, atomic by itself (see withoutTransaction). Reads in a READ COMMITTED transaction
+   * see no more than this: each statement takes its own snapshot either way.
+   */
+  runInserts = <T>(work: Work<T>): Promise<T> => this.enqueue(work, true, true);
+
+  private enqueue<T>(work: Work<T>, buffered: boolean, insertsOnly = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, buffered, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ work, buffered, insertsOnly, resolve: resolve as (v: unknown) => void, reject });
       this.schedule();
     });
   }
@@ -153,25 +169,28 @@ export class GroupCommit {
   }
 
   private async together(batch: Pending[]): Promise<unknown[]> {
+    if (this.concurrent && batch.every((p) => p.insertsOnly)) return this.withoutTransaction(batch);
     const trx: ControlledTransaction<DB> = await this.database.db.startTransaction().execute();
     const buffer = batch.some((p) => p.buffered) ? new InsertBuffer() : undefined;
-    const out: unknown[] = [];
+    let out: unknown[] = [];
     try {
-      for (const [i, p] of batch.entries()) {
-        bufferInserts(trx, p.buffered ? buffer : undefined);
-        try {
-          out.push(await p.work(trx));
-        } catch (err) {
-          throw new MemberFailed(i, err);
+      if (buffer && this.concurrent && batch.length > 1 && batch.every((p) => p.buffered)) {
+        out = await this.concurrently(trx, batch, buffer);
+      } else {
+        for (const [i, p] of batch.entries()) {
+          bufferInserts(trx, p.buffered ? buffer : undefined);
+          try {
+            out.push(await p.work(trx));
+          } catch (err) {
+            throw new MemberFailed(i, err);
+          }
         }
       }
       bufferInserts(trx, undefined);
-      if (buffer) {
-        const pace = new Pacer();
-        for (const g of buffer.drain()) await insertMany(trx, g.table as keyof DB & string, g.rows as never[], pace);
-      }
+      if (buffer) await insertGroups(trx, buffer.drain(), new Pacer());
     } catch (err) {
       bufferInserts(trx, undefined);
+      gatherReads(trx, false);
       await trx
         .rollback()
         .execute()
@@ -190,4 +209,101 @@ export class GroupCommit {
     }
     return out;
   }
+
+  /**
+   * PostgreSQL, a batch of runInserts units: BEGIN and COMMIT are two round trips the batch
+   * waits for (on a loaded machine each costs milliseconds of scheduling), so none is opened.
+   * The units run together on one pooled connection, reading in autocommit; their rows then go
+   * in with one statement, which commits (and waits for its WAL flush) by itself, so each caller
+   * is still answered only after its rows are durable. A unit that fails wrote nothing (its
+   * rows were only held back): the batch runs again without it, as in a transaction. When the
+   * rows cannot go in one statement (past the parameter limit), a transaction holds them.
+   */
+  private withoutTransaction(batch: Pending[]): Promise<unknown[]> {
+    return this.database.db.connection().execute(async (conn) => {
+      const trx = conn as unknown as Transaction<DB>;
+      const buffer = new InsertBuffer();
+      let out: unknown[];
+      try {
+        out = await this.concurrently(trx, batch, buffer);
+      } finally {
+        bufferInserts(trx, undefined);
+        gatherReads(trx, false);
+      }
+      const groups = buffer.drain().filter((g) => g.rows.length > 0);
+      if (groups.length === 0) return out;
+      const one = oneStatement(conn, groups);
+      if (one) {
+        try {
+          await runSql(conn, one.sql, one.params);
+        } catch (err) {
+          // Refused by the server (a constraint, a bad value): nothing was written, and the units
+          // are run again alone to find whose rows it was. Anything else (the connection lost
+          // mid-statement) may have committed: as a failed COMMIT, nothing may run again.
+          if (refusedByServer(err)) throw err;
+          throw new CommitFailed(err);
+        }
+        return out;
+      }
+      const tx = await conn.startTransaction().execute();
+      try {
+        await insertGroups(tx, groups, new Pacer());
+      } catch (err) {
+        await tx
+          .rollback()
+          .execute()
+          .catch(() => {});
+        throw err;
+      }
+      try {
+        await tx.commit().execute();
+      } catch (err) {
+        await tx
+          .rollback()
+          .execute()
+          .catch(() => {});
+        throw new CommitFailed(err);
+      }
+      return out;
+    });
+  }
+
+  /**
+   * PostgreSQL, a batch of buffered units only (accepts): the units run at the same time on the
+   * batch's connection, so the reads they all make are asked once for the batch (src/db/coalesce.ts)
+   * instead of one round trip per unit, one after another. Their inserts are buffered, so the
+   * order they run in does not matter. The unit blamed for a failure is the first to fail in
+   * time: on PostgreSQL one failed statement aborts the transaction, and the neighbours' next
+   * statements then fail because of it, not of their own doing.
+   */
+  private async concurrently(trx: Transaction<DB>, batch: Pending[], buffer: InsertBuffer): Promise<unknown[]> {
+    bufferInserts(trx, buffer);
+    gatherReads(trx, true);
+    // Set in the order failures happen (not by index): see above.
+    let first: MemberFailed | undefined;
+    const out = await Promise.all(
+      batch.map(async (p, i) => {
+        try {
+          return await p.work(trx);
+        } catch (err) {
+          first ??= new MemberFailed(i, err);
+          return undefined;
+        }
+      }),
+    );
+    gatherReads(trx, false);
+    if (first) throw first;
+    return out;
+  }
+}
+
+/**
+ * A PostgreSQL error the server raised for the statement itself (it has a SQLSTATE), other than
+ * a lost connection (class 08), operator intervention such as a terminated backend (57) or an
+ * internal error (XX): for those the statement's outcome is not known.
+ */
+function refusedByServer(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false;
+  return !['08', '57', 'XX'].includes(code.slice(0, 2));
 }

@@ -220,7 +220,9 @@ export async function submitMessage(c: Container, user: SmtpUser, raw: Buffer, e
   const res = await c.idempotency.execute(
     { tenantId: user.tenantId, scope: IDEMPOTENCY_SCOPE, key: prepared.idempotencyKey, body: prepared.fingerprint },
     async (trx) => ({ status: 202, body: await c.transmissions.accept(trx, user.tenantId, prepared.input) }),
-    { runner: c.groupCommit.runBuffered },
+    // Without a key the work only reads and inserts: on PostgreSQL its batch opens no
+    // transaction (src/db/group-commit.ts runInserts); with one it also completes the key.
+    { runner: prepared.idempotencyKey === undefined ? c.groupCommit.runInserts : c.groupCommit.runBuffered },
   );
   const body = res.body as AcceptResult;
   return {

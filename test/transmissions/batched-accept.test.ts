@@ -44,7 +44,7 @@ function input(subject: string) {
 
 /** A group commit whose transactions count their INSERT statements. */
 function counting() {
-  const stats = { transactions: 0, inserts: 0 };
+  const stats = { transactions: 0, inserts: 0, lookups: 0 };
   const database = ctx.c.database;
   const db = new Proxy(database.db, {
     get(target, prop) {
@@ -58,7 +58,9 @@ function counting() {
                 const v = Reflect.get(tt, p, tt);
                 if (p === 'executeQuery') {
                   return (q: { sql: string }) => {
-                    if (/^\s*insert/i.test(q.sql)) stats.inserts++;
+                    // A PostgreSQL batch writes all its tables in one `with ... insert` statement.
+                    if (/^\s*(insert|with)/i.test(q.sql)) stats.inserts++;
+                    if (/from "suppressions"/.test(q.sql)) stats.lookups++;
                     return (v as (q: unknown) => unknown).call(tt, q);
                   };
                 }
@@ -122,9 +124,59 @@ it('concurrent accepts share one transaction and one multi-row INSERT per table'
   const res = await Promise.all(subjects.map((s) => group.runBuffered((trx) => accept(trx, s))));
   expect(new Set(res.map((r) => r.transmission_id)).size).toBe(12);
   expect(stats.transactions).toBe(1);
-  // transmissions, messages, events, webhook_outbox (no tags): 4 statements for 12 accepts.
-  expect(stats.inserts).toBe(4);
+  // transmissions, messages, events, webhook_outbox (no tags): 4 statements for 12 accepts on
+  // SQLite, one statement on PostgreSQL (each statement is a round trip there).
+  expect(stats.inserts).toBe(DIALECT === 'postgres' ? 1 : 4);
+  // PostgreSQL: the accepts run at the same time and ask for their suppressions in one statement.
+  expect(stats.lookups).toBe(DIALECT === 'postgres' ? 1 : 12);
   for (const s of subjects) expect(await stored(s)).toEqual(ONCE);
+});
+
+it('suppressions asked for a whole batch at once still apply to each accept and tenant alone', async () => {
+  const other = await createTenant(ctx);
+  const suppress = (tenantId: string, identifier: string, type: 'email' | 'domain') =>
+    ctx.c.suppressions.upsertPrepared(
+      tenantId,
+      ctx.c.suppressions.prepareItems([{ identifier, type, reason_category: 'manual' }]),
+      ctx.c.database.db,
+    );
+  await suppress(t.tenantId, 'gone@example.com', 'email');
+  await suppress(t.tenantId, 'blocked.example', 'domain');
+  await suppress(other.tenantId, 'other-gone@example.com', 'email');
+  const { group, stats } = counting();
+  const send = (tenantId: string, rcptTo: string[]) =>
+    group.runBuffered((trx) =>
+      ctx.c.transmissions.accept(
+        trx,
+        tenantId,
+        prepareSubmission(Buffer.from(message({ subject: 'lookup' })), { mailFrom: 'shop@example.com', rcptTo }).input,
+      ),
+    );
+  const res = await Promise.all([
+    send(t.tenantId, ['gone@example.com', 'fine@example.com']),
+    send(t.tenantId, ['someone@blocked.example']),
+    send(t.tenantId, ['other-gone@example.com']),
+    send(other.tenantId, ['other-gone@example.com', 'gone@example.com', 'x@blocked.example']),
+    send(t.tenantId, ['fine2@example.com']),
+  ]);
+  expect(stats.transactions).toBe(1);
+  // One statement per tenant of the batch on PostgreSQL.
+  expect(stats.lookups).toBe(DIALECT === 'postgres' ? 2 : 5);
+  const statuses = res.map((r) => r.items.map((i) => `${i.email}:${i.status}`));
+  expect(statuses).toEqual([
+    ['gone@example.com:suppressed'],
+    ['someone@blocked.example:suppressed'],
+    [],
+    ['other-gone@example.com:suppressed'],
+    [],
+  ]);
+  expect(res.map((r) => [r.total_accepted_recipients, r.total_rejected_recipients])).toEqual([
+    [1, 1],
+    [0, 1],
+    [1, 0],
+    [2, 1],
+    [1, 0],
+  ]);
 });
 
 it('a member failing in its code, in an SQL statement or in the flush of its rows fails alone', async () => {

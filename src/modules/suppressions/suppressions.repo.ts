@@ -1,3 +1,4 @@
+import { coalesced } from '../../db/coalesce.ts';
 import { dialectSql, runSql, shapedSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { SuppressionsTable } from '../../db/schema.ts';
@@ -213,7 +214,54 @@ type Match = Pick<SuppressionsTable, 'id' | 'identifier' | 'reason_category' | '
  * statement (two index ranges, UNION ALL) when both lists fit one chunk: on PostgreSQL every
  * statement of an accept is a round trip its batch waits for.
  */
-export async function findEmailsAndDomains(
+export function findEmailsAndDomains(
+  db: Executor,
+  tenantId: string,
+  emails: readonly string[],
+  domains: readonly string[],
+): Promise<{ emailRows: Match[]; domainRows: Match[] }> {
+  // The accepts of a PostgreSQL batch ask together: one statement per tenant for all of them.
+  return coalesced(db, 'suppressions.findEmailsAndDomains', { tenantId, emails, domains }, (items) =>
+    findForMany(db, items),
+  );
+}
+
+interface Lookup {
+  tenantId: string;
+  emails: readonly string[];
+  domains: readonly string[];
+}
+
+/** Each item's rows, from one lookup per tenant of the union of the items' addresses and domains. */
+async function findForMany(db: Executor, items: Lookup[]): Promise<{ emailRows: Match[]; domainRows: Match[] }[]> {
+  if (items.length === 1) {
+    const only = items[0] as Lookup;
+    return [await findNow(db, only.tenantId, only.emails, only.domains)];
+  }
+  const union = new Map<string, { emails: Set<string>; domains: Set<string> }>();
+  for (const it of items) {
+    let u = union.get(it.tenantId);
+    if (!u) {
+      u = { emails: new Set(), domains: new Set() };
+      union.set(it.tenantId, u);
+    }
+    for (const e of it.emails) u.emails.add(e);
+    for (const d of it.domains) u.domains.add(d);
+  }
+  const rows = new Map<string, { emailRows: Match[]; domainRows: Match[] }>();
+  for (const [tenantId, u] of union) rows.set(tenantId, await findNow(db, tenantId, [...u.emails], [...u.domains]));
+  return items.map((it) => {
+    const r = rows.get(it.tenantId) as { emailRows: Match[]; domainRows: Match[] };
+    const emails = new Set(it.emails);
+    const domains = new Set(it.domains);
+    return {
+      emailRows: r.emailRows.filter((m) => emails.has(m.identifier)),
+      domainRows: r.domainRows.filter((m) => domains.has(m.identifier)),
+    };
+  });
+}
+
+async function findNow(
   db: Executor,
   tenantId: string,
   emails: readonly string[],
