@@ -3,7 +3,9 @@
  * through the group commit before the 302) with 64 connections on SQLite, against a bare Fastify
  * 302 redirect in the same run (the ratio is printed); then counts the message.clicked rows to
  * check every 302 was recorded. The clicks go round-robin over the links of MESSAGES messages,
- * so per-message caching is measured with more than one hot key.
+ * so per-message caching is measured with more than one hot key. The tokens are version 2 (a link
+ * number looked up in the transmission's link table, what delivered mail carries);
+ * BENCH_TOKENS=v1 clicks with URL-carrying version 1 tokens instead (mail sent before them).
  * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the Postyard process there.
  */
 import { execFileSync } from 'node:child_process';
@@ -21,6 +23,8 @@ const CONNECTIONS = 64;
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200);
 const LINKS = 4;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const V1 = process.env.BENCH_TOKENS === 'v1';
+const linkUrl = (i: number) => `https://shop.example/sale?item=${i}`;
 
 async function load(url: string, expect: number, paths?: string[]) {
   let i = 0;
@@ -47,7 +51,9 @@ async function load(url: string, expect: number, paths?: string[]) {
 }
 
 async function main() {
-  console.log(`machine: ${machine()}; ${CONNECTIONS} connections, ${DURATION} s per run`);
+  console.log(
+    `machine: ${machine()}; ${CONNECTIONS} connections, ${DURATION} s per run, version ${V1 ? 1 : 2} click tokens`,
+  );
   const port = await freePort();
   const bare = spawnNode(['--import', 'tsx', 'bench/bare-fastify.ts'], { PORT: String(port) });
   await waitHttp(`http://127.0.0.1:${port}/healthz`);
@@ -88,7 +94,11 @@ async function main() {
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({
         recipients: Array.from({ length: MESSAGES }, (_, i) => ({ email: `r${i}@example.com` })),
-        content: { subject: 'x', html: '<a href="https://shop.example/">x</a>' },
+        // LINKS distinct links: the transmission's link table has them as rows 0..LINKS-1.
+        content: {
+          subject: 'x',
+          html: Array.from({ length: LINKS }, (_, i) => `<a href="${linkUrl(i)}">${i}</a>`).join(' '),
+        },
         options: { mail_type: 'marketing' },
       }),
     });
@@ -103,7 +113,7 @@ async function main() {
       Array.from(
         { length: LINKS },
         (_, link) =>
-          `/c/${signToken(tokenKey, { kind: 'click', messageId: m.id, link, url: `https://shop.example/sale?item=${link}` })}`,
+          `/c/${signToken(tokenKey, { kind: 'click', messageId: m.id, link, ...(V1 ? { url: linkUrl(link) } : { ref: link }) })}`,
       ),
     );
     if (tx.messages.length !== MESSAGES) throw new Error(`expected ${MESSAGES} messages, got ${tx.messages.length}`);
