@@ -57,19 +57,6 @@ export async function replaceAddresses(
     .execute();
 }
 
-export async function listPools(
-  db: Executor,
-  tenantId: string,
-  opts: { limit: number; beforeId?: string },
-): Promise<IpPoolsTable[]> {
-  let q = db.selectFrom('ip_pools').selectAll().where('tenant_id', '=', tenantId);
-  if (opts.beforeId) q = q.where('id', '<', opts.beforeId);
-  return q
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .execute();
-}
-
 /** Every pool with its addresses, for the delivery side's routing table (all tenants). */
 export async function allPoolsForRouting(db: Executor) {
   const [pools, addresses] = await Promise.all([

@@ -5,18 +5,16 @@ import type { IpPoolAddressesTable, IpPoolsTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
+import { nameTaken, newestFirstPage, writeNamed } from '../named-resource.ts';
 import { findPolicy } from '../warmup/warmup.service.ts';
-import { findPool, findPoolByName, listPools, poolAddresses, replaceAddresses, tenantPools } from './ip-pools.repo.ts';
+import { findPool, findPoolByName, poolAddresses, replaceAddresses, tenantPools } from './ip-pools.repo.ts';
 import type { CreatePoolInput, IpPoolView, MailType, UpdatePoolInput } from './ip-pools.schema.ts';
 
 type Problem = { field: string; message: string };
 
-const isUniqueViolation = (err: unknown) => {
-  const code = (err as { code?: string }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
-};
-const nameTaken = () => new AppError('name_taken', 'an IP pool with this name already exists', { field: 'name' });
+/** The resource as name_taken names it. */
+const POOL = 'an IP pool';
 
 /** The canonical text of an address (IPv6 lower case), as configured addresses are compared. */
 export const canonicalAddress = (a: string) => (isIP(a) === 6 ? a.toLowerCase() : a);
@@ -127,7 +125,7 @@ export class IpPoolsService {
     if (overflow !== null) await this.checkOverflow(db, tenantId, id, overflow, problems);
     if (problems.length) throw validationError(problems);
     const name = input.name.trim();
-    if (await findPoolByName(db, tenantId, name)) throw nameTaken();
+    if (await findPoolByName(db, tenantId, name)) throw nameTaken(POOL);
     const now = nowIso();
     const types = input.mail_types ?? [];
     const row: IpPoolsTable = {
@@ -141,20 +139,19 @@ export class IpPoolsService {
       updated_at: now,
     };
     await this.claimRoles(db, tenantId, id, row.is_default === 1, types);
-    try {
-      await db.insertInto('ip_pools').values(row).execute();
-    } catch (err) {
-      if (isUniqueViolation(err)) throw nameTaken();
-      throw err;
-    }
+    await writeNamed(POOL, () => db.insertInto('ip_pools').values(row).execute());
     await replaceAddresses(db, tenantId, id, addresses);
     return view(row, await poolAddresses(db, tenantId, [id]));
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<IpPoolView>> {
-    const beforeId = cursor ? this.cursors.decode(cursor).id : undefined;
-    const rows = await listPools(this.db, tenantId, { limit, ...(beforeId ? { beforeId } : {}) });
-    const page = toPage(rows, limit, this.cursors, (r) => r);
+    const page = await newestFirstPage(
+      this.db,
+      'ip_pools',
+      tenantId,
+      { limit, cursor, cursors: this.cursors },
+      (r) => r,
+    );
     const addresses = await poolAddresses(
       this.db,
       tenantId,
@@ -188,7 +185,7 @@ export class IpPoolsService {
         await this.checkOverflow(trx, tenantId, id, overflow, problems);
       if (problems.length) throw validationError(problems);
       const name = input.name?.trim() ?? row.name;
-      if (name !== row.name && (await findPoolByName(trx, tenantId, name))) throw nameTaken();
+      if (name !== row.name && (await findPoolByName(trx, tenantId, name))) throw nameTaken(POOL);
       const types = input.mail_types ?? (JSON.parse(row.mail_types) as MailType[]);
       const next: IpPoolsTable = {
         ...row,
@@ -199,8 +196,8 @@ export class IpPoolsService {
         updated_at: nowIso(),
       };
       await this.claimRoles(trx, tenantId, id, next.is_default === 1 && row.is_default !== 1, input.mail_types ?? []);
-      try {
-        await trx
+      await writeNamed(POOL, () =>
+        trx
           .updateTable('ip_pools')
           .set({
             name: next.name,
@@ -211,11 +208,8 @@ export class IpPoolsService {
           })
           .where('tenant_id', '=', tenantId)
           .where('id', '=', id)
-          .execute();
-      } catch (err) {
-        if (isUniqueViolation(err)) throw nameTaken();
-        throw err;
-      }
+          .execute(),
+      );
       if (addresses) await replaceAddresses(trx, tenantId, id, addresses);
       return view(next, await poolAddresses(trx, tenantId, [id]));
     });

@@ -4,14 +4,12 @@ import type { WarmupPoliciesTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
+import { newestFirstPage, writeNamed } from '../named-resource.ts';
 import type { CreateWarmupInput, UpdateWarmupInput, WarmupPolicyView, WarmupStage } from './warmup.schema.ts';
 
-const isUniqueViolation = (err: unknown) => {
-  const code = (err as { code?: string }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
-};
-const nameTaken = () => new AppError('name_taken', 'a warmup policy with this name already exists', { field: 'name' });
+/** The resource as name_taken names it. */
+const POLICY = 'a warmup policy';
 
 /** Stages sorted by day; days must be distinct and the first stage must start on day 1. */
 /**
@@ -84,24 +82,18 @@ export class WarmupPoliciesService {
       created_at: now,
       updated_at: now,
     };
-    try {
-      await db.insertInto('warmup_policies').values(row).execute();
-    } catch (err) {
-      if (isUniqueViolation(err)) throw nameTaken();
-      throw err;
-    }
+    await writeNamed(POLICY, () => db.insertInto('warmup_policies').values(row).execute());
     return toPolicyView(row);
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<WarmupPolicyView>> {
-    const beforeId = cursor ? this.cursors.decode(cursor).id : undefined;
-    let q = this.db.selectFrom('warmup_policies').selectAll().where('tenant_id', '=', tenantId);
-    if (beforeId) q = q.where('id', '<', beforeId);
-    const rows = await q
-      .orderBy('id', 'desc')
-      .limit(limit + 1)
-      .execute();
-    return toPage(rows, limit, this.cursors, toPolicyView);
+    return newestFirstPage(
+      this.db,
+      'warmup_policies',
+      tenantId,
+      { limit, cursor, cursors: this.cursors },
+      toPolicyView,
+    );
   }
 
   async get(tenantId: string, id: string): Promise<WarmupPolicyView> {
@@ -122,8 +114,8 @@ export class WarmupPoliciesService {
         ...(input.max_complaint_rate !== undefined ? { max_complaint_rate: keptRate(input.max_complaint_rate) } : {}),
         updated_at: nowIso(),
       };
-      try {
-        await trx
+      await writeNamed(POLICY, () =>
+        trx
           .updateTable('warmup_policies')
           .set({
             name: next.name,
@@ -134,11 +126,8 @@ export class WarmupPoliciesService {
           })
           .where('tenant_id', '=', tenantId)
           .where('id', '=', id)
-          .execute();
-      } catch (err) {
-        if (isUniqueViolation(err)) throw nameTaken();
-        throw err;
-      }
+          .execute(),
+      );
       return toPolicyView(next);
     });
   }
