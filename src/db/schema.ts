@@ -404,6 +404,15 @@ export interface PacingCountsTable {
   n: number;
 }
 
+/** Leased SMTP session slots per pacing bucket, shared by every PostgreSQL node (migration 019). */
+export interface PacingConnectionSlotsTable {
+  bucket: string;
+  slot: number;
+  holder: string;
+  node: string;
+  expires_at: number;
+}
+
 export interface DB {
   tenants: TenantsTable;
   api_keys: ApiKeysTable;
@@ -433,6 +442,7 @@ export interface DB {
   pacing_site_overrides: PacingSiteOverridesTable;
   pacing_suspensions: PacingSuspensionsTable;
   pacing_counts: PacingCountsTable;
+  pacing_connection_slots: PacingConnectionSlotsTable;
   ip_pools: IpPoolsTable;
   ip_pool_addresses: IpPoolAddressesTable;
   warmup_policies: WarmupPoliciesTable;

@@ -83,6 +83,8 @@ export interface SinkMxOptions {
    * credentials that should never have left in clear). Every AUTH is logged in `auths`.
    */
   auth?: { user: string; pass: string };
+  /** Wait this long before accepting the end of DATA (keeps sessions open, so they overlap). */
+  dataDelayMs?: number;
 }
 
 export interface SinkAuth {
@@ -99,6 +101,9 @@ export interface SinkMx {
   connectionCount(): number;
   /** Every AUTH received (when `auth` is set), in order. */
   auths: SinkAuth[];
+  /** SMTP sessions from `address` open now, and the most that were open at once so far. */
+  openSessions(address: string): number;
+  peakSessions(address: string): number;
   /** Resolves when `count` messages have been accepted (rejects after `timeoutMs`, default 5 s). */
   waitForMessages(count: number, timeoutMs?: number): Promise<SinkMessage[]>;
   close(): Promise<void>;
@@ -111,6 +116,8 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
   const auths: SinkAuth[] = [];
   const sockets = new Map<number, Socket>();
   let connections = 0;
+  const open = new Map<string, number>();
+  const peak = new Map<string, number>();
   let transactionCounter = 0;
   // A transaction's index is fixed at MAIL FROM, so RCPT and DATA of one message agree on it.
   const txIndex = new WeakMap<SMTPServerSession['envelope'], number>();
@@ -147,6 +154,17 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
     // No reverse DNS for the client: tests must not send queries to the system resolver.
     disableReverseLookup: true,
     closeTimeout: 100,
+    // Sessions open per client address: counted by the server's own connect and close (STARTTLS
+    // takes every listener off the raw socket, so its 'close' is not seen).
+    onConnect(session, callback) {
+      const now = (open.get(session.remoteAddress) ?? 0) + 1;
+      open.set(session.remoteAddress, now);
+      peak.set(session.remoteAddress, Math.max(now, peak.get(session.remoteAddress) ?? 0));
+      callback();
+    },
+    onClose(session) {
+      open.set(session.remoteAddress, (open.get(session.remoteAddress) ?? 1) - 1);
+    },
     onMailFrom(_address, session, callback) {
       txIndex.set(session.envelope, transactionCounter++);
       callback();
@@ -174,7 +192,7 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
           messageIndex: txIndex.get(session.envelope) ?? -1,
           remoteAddress: session.remoteAddress,
         });
-        act(reply, session, callback, () => {
+        const accept = () => {
           messages.push({
             mailFrom,
             rcptTo,
@@ -186,7 +204,10 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
             receivedAt: Date.now(),
           });
           callback(null);
-        });
+        };
+        const answer = () => act(reply, session, callback, accept);
+        if (options.dataDelayMs) setTimeout(answer, options.dataDelayMs);
+        else answer();
       });
     },
   };
@@ -217,6 +238,8 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
     messages,
     auths,
     connectionCount: () => connections,
+    openSessions: (address) => open.get(address) ?? 0,
+    peakSessions: (address) => peak.get(address) ?? 0,
     async waitForMessages(count, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;
       while (messages.length < count) {

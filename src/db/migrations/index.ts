@@ -16,6 +16,7 @@ import * as m015 from './015_pacing.ts';
 import * as m016 from './016_events_indexes.ts';
 import * as m017 from './017_events_partitions.ts';
 import * as m018 from './018_tracking_links.ts';
+import * as m019 from './019_connection_slots.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '016_events_indexes': m016,
   '017_events_partitions': m017,
   '018_tracking_links': m018,
+  '019_connection_slots': m019,
 };

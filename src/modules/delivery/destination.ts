@@ -132,24 +132,6 @@ export async function routeFor(domain: string, o: RoutingOptions): Promise<Route
 
 const trust = (o: RoutingOptions) => (o.secureContext ? { secureContext: o.secureContext } : {});
 
-/** Counting semaphore per site: connection limits hold across all domains of one site. */
-export class SiteSlots {
-  private readonly used = new Map<string, number>();
-
-  tryAcquire(site: string, max: number): boolean {
-    const n = this.used.get(site) ?? 0;
-    if (n >= max) return false;
-    this.used.set(site, n + 1);
-    return true;
-  }
-
-  release(site: string): void {
-    const n = (this.used.get(site) ?? 1) - 1;
-    if (n <= 0) this.used.delete(site);
-    else this.used.set(site, n);
-  }
-}
-
 /** The address families (4, 6) of a route's hosts; a host resolved only at connect time counts as both. */
 export function routeFamilies(route: Route): Set<number> {
   const out = new Set<number>();

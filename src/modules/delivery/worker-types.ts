@@ -87,6 +87,10 @@ export interface DomainQueue {
    * max_connections and messages_per_connection apply (docs/pacing.md).
    */
   tenant?: string;
+  /** Lanes are being opened (slots asked for): one round at a time (worker.ts openLanes). */
+  opening?: boolean;
+  /** A slot request again soon: the site's slots were all held by other nodes. */
+  retry?: NodeJS.Timeout | undefined;
 }
 
 export const contextOf = (job: Job): OutcomeContext => ({

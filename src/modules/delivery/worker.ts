@@ -1,9 +1,11 @@
 import type { MessagesTable } from '../../db/schema.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { isPostgres } from '../../db/dialect.ts';
 import { type Destination, destinationOf, queueKey } from '../ip-pools/source-picker.ts';
+import { type ConnectionSlots, DatabaseSlots, LocalSlots } from '../pacing/connection-slots.ts';
 import { trackingPlan } from '../tracking/render-plan.ts';
 import { attemptRecord, deferral, routeFailureOutcome } from './attempt-outcome.ts';
-import { type Route, routeFamilies, routeFor, SiteSlots } from './destination.ts';
+import { type Route, routeFamilies, routeFor } from './destination.ts';
 import { FairClaimer } from './fair-claim.ts';
 import { FairQueue } from './fair-queue.ts';
 import { type LaneHost, runLane } from './lane.ts';
@@ -23,6 +25,9 @@ import {
 
 export type { DeliveryWorkerOptions } from './worker-types.ts';
 
+/** How soon a queue whose site's connection slots are all held by other nodes asks again. */
+const SLOT_RETRY_MS = 500;
+
 /**
  * The delivery worker: claims due messages with a lease, sorts them into ready queues per
  * recipient domain, and drains each queue over reused SMTP sessions ("lanes") within the
@@ -33,7 +38,8 @@ export class DeliveryWorker implements LaneHost {
   private loop: Promise<void> | null = null;
   private inflight = 0;
   private readonly queues = new Map<string, DomainQueue>();
-  private readonly slots = new SiteSlots();
+  /** Connection slots: leases in the database on PostgreSQL (all nodes), counts in memory on SQLite. */
+  private readonly slots: ConnectionSlots;
   private readonly txCache = new BoundedCache<string, Job['tx']>(500);
   private readonly outcomes: OutcomeBuffer;
   private readonly lanes = new Set<Promise<void>>();
@@ -57,6 +63,9 @@ export class DeliveryWorker implements LaneHost {
       pacing: null,
       ...opts,
     };
+    this.slots = isPostgres(this.o.database)
+      ? new DatabaseSlots(this.o.database, this.o.workerId, this.o.logger)
+      : new LocalSlots();
     this.outcomes = new OutcomeBuffer({
       database: this.o.database,
       suppressions: this.o.suppressions,
@@ -92,6 +101,7 @@ export class DeliveryWorker implements LaneHost {
       const jobs = q.jobs.drain();
       if (jobs.length) await this.release(jobs);
     }
+    await this.slots.close();
     await this.flush();
     await this.o.renderer.close();
     await this.o.routing.mtaSts?.close();
@@ -220,17 +230,43 @@ export class DeliveryWorker implements LaneHost {
         void this.moveOff(q.jobs.drain(), to, q.source, r.route);
         return;
       }
-      const lim = this.queueLimits(q, r.route);
-      const wanted = Math.min(lim.limits.maxConnections, Math.ceil(q.jobs.length / 10));
-      while (q.lanes < wanted && q.jobs.length > 0 && this.slots.tryAcquire(lim.slot, lim.limits.maxConnections)) {
+      void this.openLanes(domain, q, r.route);
+    });
+  }
+
+  /**
+   * Starts lanes for `q` up to its site's connection limit, each holding a connection slot of its
+   * site x source address (x tenant scope) for as long as its session lives: one slot taken per
+   * session, not per message. On PostgreSQL the slots are leases shared by every node
+   * (src/modules/pacing/connection-slots.ts); one opening round per queue at a time, so a burst
+   * of new messages does not send a burst of slot requests.
+   */
+  private async openLanes(domain: string, q: DomainQueue, route: Route): Promise<void> {
+    if (q.opening) return;
+    q.opening = true;
+    try {
+      for (;;) {
+        const lim = this.queueLimits(q, route);
+        const wanted = Math.min(lim.limits.maxConnections, Math.ceil(q.jobs.length / 10));
+        if (q.lanes >= wanted || q.jobs.length === 0 || !this.running) return;
+        const lease = await this.slots.acquire(lim.slot, lim.limits.maxConnections);
+        if (!lease) {
+          // Held by other nodes: none of this node's lanes ending will say when one is free.
+          if (this.slots.heldHere(lim.slot) < lim.limits.maxConnections) this.retryLater(domain, q);
+          return;
+        }
+        if (!this.running) {
+          this.slots.release(lease);
+          return;
+        }
         q.lanes++;
-        const lane = runLane(this, q, r.route, lim.limits.maxMessagesPerConnection, { lost: false }).finally(() => {
+        const lane = runLane(this, q, route, lim.limits.maxMessagesPerConnection, lease).finally(() => {
           q.lanes--;
           // Connection limits are per site x source address (docs/ip-pools.md).
-          this.slots.release(lim.slot);
+          this.slots.release(lease);
           this.lanes.delete(lane);
           if (q.jobs.length > 0) this.pump(domain, q);
-          else if (q.lanes === 0) this.queues.delete(domain);
+          else if (q.lanes === 0 && !q.opening) this.queues.delete(domain);
           // A slot came free: queues of other domains waiting without a lane may be on this site
           // (they are pumped only by new messages otherwise, and would wait for them).
           for (const [key, other] of this.queues)
@@ -238,7 +274,19 @@ export class DeliveryWorker implements LaneHost {
         });
         this.lanes.add(lane);
       }
-    });
+    } finally {
+      q.opening = false;
+    }
+  }
+
+  /** Asks for a slot again in SLOT_RETRY_MS (the slots of the queue's site are other nodes'). */
+  private retryLater(domain: string, q: DomainQueue): void {
+    if (q.retry) return;
+    q.retry = setTimeout(() => {
+      q.retry = undefined;
+      if (this.running && this.queues.get(domain) === q && q.jobs.length > 0) this.pump(domain, q);
+    }, SLOT_RETRY_MS);
+    q.retry.unref();
   }
 
   private routeFailure(job: Job, r: Parameters<typeof routeFailureOutcome>[1]) {
