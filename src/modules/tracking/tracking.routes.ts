@@ -1,9 +1,10 @@
 /**
  * Tracking routes (docs/tracking.md). Public, no API key: `GET /o/<token>` (open pixel),
- * `GET /c/<token>` (click: 302 to the token's URL, carried or named: token.ts), `GET /u/<token>` (a page with a
- * confirm button; changes nothing, since link scanners follow GETs) and `POST /u/<token>`
- * (RFC 8058 one-click from the mailbox provider, or the page's button). A bad token and a token
- * whose message no longer exists get the same 404, so the routes say nothing about messages.
+ * `GET /c/<token>` (click: 302 to the link's URL, carried by the token or named by it: token.ts),
+ * `GET /u/<token>` (a page with a confirm button; changes nothing, since link scanners follow
+ * GETs) and `POST /u/<token>` (RFC 8058 one-click from the mailbox provider, or the page's
+ * button). A bad token, a token whose message no longer exists and a version 2 click token naming
+ * no link row get the same 404, so the routes say nothing about messages.
  * And the tenant's defaults: `GET`/`PATCH /v1/tracking-settings` (scope manage:sending-domains).
  */
 import { mailMetrics } from '../../metrics/mail-metrics.ts';
