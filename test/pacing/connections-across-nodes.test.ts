@@ -152,6 +152,7 @@ describe(`max_connections across nodes (${DIALECT})`, () => {
       const leases = await ctx.c.database.db
         .selectFrom('pacing_connection_slots')
         .select(['bucket', 'slot', 'expires_at'])
+        .where('expires_at', '>', killedAt)
         .execute();
       console.log(
         'leases at the kill (ms left):',
