@@ -126,6 +126,14 @@ async function rawPool(port: number): Promise<number> {
   return N / secs;
 }
 
+/** utime + stime of a process, all its threads (ms; /proc/<pid>/stat, 100 ticks a second). */
+async function processCpuMs(pid: number): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
 interface RunShape {
   html: string;
   /** Sets options.open_tracking and options.click_tracking; undefined = the defaults. */
@@ -167,6 +175,7 @@ async function postyard(
   }
   await c.close();
   const t0 = performance.now();
+  const benchCpu0 = process.cpuUsage();
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the worker process.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
   // The TypeScript sources (as the tests run them), never a dist/ built before the last edit.
@@ -200,14 +209,27 @@ async function postyard(
   const secs = (end - tClaim) / 1000;
   const withStart = (end - t0) / 1000;
   const rss = await import('./lib.ts').then((l) => l.peakRssMb(child.pid as number));
+  // CPU per message (worker process with its render threads; this process, which runs the sink
+  // MX): far less swayed by other load on the machine than msgs/s.
+  const workerCpuMs = (await processCpuMs(child.pid as number)) / N;
+  const bc = process.cpuUsage(benchCpu0);
+  const sinkCpuMs = (bc.user + bc.system) / 1000 / N;
   await stop(child);
   await check.close();
-  return { label, rate: N / secs, withStartRate: N / withStart, startSecs: (tClaim - t0) / 1000, rss };
+  return {
+    label,
+    rate: N / secs,
+    withStartRate: N / withStart,
+    startSecs: (tClaim - t0) / 1000,
+    rss,
+    workerCpuMs,
+    sinkCpuMs,
+  };
 }
 
 /** --tracking: the same 20-link html delivered with tracking off and on, ABBA rounds, SQLite. */
 async function trackingCost(sinkPort: number, dnsAddress: string) {
-  const runs: { tracking: boolean; rate: number }[] = [];
+  const runs: { tracking: boolean; rate: number; workerCpuMs: number; sinkCpuMs: number }[] = [];
   for (const tracking of [false, true, true, false]) {
     const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-deliver-'));
     try {
@@ -221,16 +243,19 @@ async function trackingCost(sinkPort: number, dnsAddress: string) {
           tracking,
         },
       );
-      runs.push({ tracking, rate: r.rate });
-      console.log(`${r.label}: ${Math.round(r.rate)} msgs/s (peak RSS ${Math.round(r.rss)} MB)`);
+      runs.push({ tracking, rate: r.rate, workerCpuMs: r.workerCpuMs, sinkCpuMs: r.sinkCpuMs });
+      console.log(
+        `${r.label}: ${Math.round(r.rate)} msgs/s (peak RSS ${Math.round(r.rss)} MB; CPU per message: worker ${r.workerCpuMs.toFixed(2)} ms, sink ${r.sinkCpuMs.toFixed(2)} ms)`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  const mean = (on: boolean) => {
-    const xs = runs.filter((r) => r.tracking === on).map((r) => r.rate);
+  const mean = (on: boolean, of: (r: (typeof runs)[number]) => number = (r) => r.rate) => {
+    const xs = runs.filter((r) => r.tracking === on).map(of);
     return xs.reduce((a, b) => a + b, 0) / xs.length;
   };
+  const cpu = (r: (typeof runs)[number]) => r.workerCpuMs + r.sinkCpuMs;
   console.log(
     table([
       { run: 'tracking off (20-link html)', 'msgs/s (mean of 2)': Math.round(mean(false)), ratio: 1 },
@@ -242,6 +267,10 @@ async function trackingCost(sinkPort: number, dnsAddress: string) {
     ]),
   );
   console.log(`ratio tracking on / off (same run): ${(mean(true) / mean(false)).toFixed(3)}; target >= 0.9`);
+  // Worker + sink CPU per message, off / on: what throughput would be if CPU were the only limit.
+  console.log(
+    `CPU per message (worker + sink, ms): off ${mean(false, cpu).toFixed(2)}, on ${mean(true, cpu).toFixed(2)}; ratio off / on: ${(mean(false, cpu) / mean(true, cpu)).toFixed(3)}`,
+  );
 }
 
 /** --shaping: pacing on (limits high) and off, ABBA rounds, SQLite (and PostgreSQL when given). */
