@@ -7,19 +7,11 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarmupLedger } from '../../src/modules/warmup/ledger.ts';
-import {
-  CHROMIUM,
-  ensureDashboardBuilt,
-  HAVE_CHROMIUM,
-  launchBrowser,
-  listen,
-  screenshot,
-  watchProblems,
-} from '../dashboard/browser-helpers.ts';
+import { CHROMIUM, ensureDashboardBuilt, HAVE_CHROMIUM, screenshot } from '../dashboard/browser-helpers.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { openSignedIn } from '../helpers/dashboard-browser.ts';
 
 const EMAIL = 'ops@acme.test';
-const PASSWORD = 'a long dashboard password';
 
 if (!HAVE_CHROMIUM) console.warn(`SKIPPED IP pool browser tests: ${CHROMIUM} not found.`);
 
@@ -36,7 +28,6 @@ describe.skipIf(!HAVE_CHROMIUM)('IP pool and warmup pages in Chromium', () => {
     ensureDashboardBuilt();
     ctx = await createTestContext({ env: { POSTYARD_SOURCE_ADDRESSES: '127.0.0.2,127.0.0.3' } });
     tenant = await createTenant(ctx, 'Acme <noreply@acme.test>');
-    await ctx.c.dashboard.createUser(tenant.tenantId, { email: EMAIL, password: PASSWORD });
     const post = async (url: string, body: unknown) => {
       const res = await call(ctx.app, 'POST', url, { key: tenant.apiKey, body });
       expect(res.statusCode, res.body).toBe(201);
@@ -64,17 +55,7 @@ describe.skipIf(!HAVE_CHROMIUM)('IP pool and warmup pages in Chromium', () => {
     const ledger = new WarmupLedger(ctx.c.database.db, { now: () => Date.now() });
     const rules = { id: policy.id, stages: policy.stages, maxBounceRate: 0.05, maxComplaintRate: 0.001 };
     for (let i = 0; i < 3; i++) expect((await ledger.reserve('127.0.0.2', rules)).ok).toBe(true);
-    base = await listen(ctx);
-    browser = await launchBrowser();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(15_000);
-    page = await context.newPage();
-    problems = watchProblems(page);
-    await page.goto(`${base}/login?next=%2Fip-pools`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${base}/ip-pools`);
+    ({ base, browser, page, problems } = await openSignedIn(ctx, tenant, { email: EMAIL, path: '/ip-pools' }));
   }, 120_000);
 
   afterAll(async () => {

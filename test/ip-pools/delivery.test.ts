@@ -3,8 +3,8 @@ import { createSourcePicker } from '../../src/modules/ip-pools/source-picker.ts'
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
-import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
-import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
+import { type Destination, startDestination } from '../helpers/destination.ts';
+import type { SinkMx } from '../peers/sink-mx.ts';
 
 /**
  * IP pools and warmup end to end on loopback: the worker binds 127.0.0.2 / .3 / .4, and the sink
@@ -12,7 +12,7 @@ import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
  * Warmup days run on an injected clock, moved a day ahead by the test.
  */
 let ctx: TestContext;
-let dnsServer: DnsServer;
+let destination: Destination;
 let sink: SinkMx;
 let worker: DeliveryWorker;
 const signing = testSigningKey();
@@ -24,29 +24,23 @@ const refusedOnce = new Set<string>();
 const suspensions = new Map<string, number>();
 
 beforeAll(async () => {
-  sink = await startSinkMx({
-    script: ({ stage, rcpt, remoteAddress }) => {
-      if (stage !== 'rcpt') return 'accept';
-      rcpts.push({ rcpt, from: remoteAddress });
-      if (rcpt.startsWith('retry') && !refusedOnce.has(rcpt)) {
-        refusedOnce.add(rcpt);
-        return { code: 451, message: '4.7.1 Greylisted, come back later' };
-      }
-      return 'accept';
+  destination = await startDestination({
+    signing,
+    sink: {
+      script: ({ stage, rcpt, remoteAddress }) => {
+        if (stage !== 'rcpt') return 'accept';
+        rcpts.push({ rcpt, from: remoteAddress });
+        if (rcpt.startsWith('retry') && !refusedOnce.has(rcpt)) {
+          refusedOnce.add(rcpt);
+          return { code: 451, message: '4.7.1 Greylisted, come back later' };
+        }
+        return 'accept';
+      },
     },
   });
-  dnsServer = await startDnsServer({
-    'dest.test': { MX: [{ preference: 10, exchange: 'mx1.dest.test' }] },
-    'mx1.dest.test': { A: ['127.0.0.1'] },
-    ...signing.zone,
-  });
+  sink = destination.sink;
   ctx = await createTestContext({
-    env: {
-      POSTYARD_DNS_SERVERS: dnsServer.address,
-      POSTYARD_MX_PORT: String(sink.port),
-      POSTYARD_EHLO_NAME: 'postyard.test',
-      POSTYARD_SOURCE_ADDRESSES: '127.0.0.2,127.0.0.3,127.0.0.4,::1',
-    },
+    env: { ...destination.env, POSTYARD_SOURCE_ADDRESSES: '127.0.0.2,127.0.0.3,127.0.0.4,::1' },
   });
   worker = startTestWorker(ctx.c, 'pool-worker', {
     signing,
@@ -60,8 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker?.stop();
   await ctx?.close();
-  await sink?.close();
-  await dnsServer?.close();
+  await destination?.close();
 });
 
 async function api(t: TestTenant, method: 'POST' | 'PATCH', url: string, body: unknown) {

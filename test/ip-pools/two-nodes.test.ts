@@ -3,8 +3,8 @@ import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { createSourcePicker } from '../../src/modules/ip-pools/source-picker.ts';
 import { call, createTenant, createTestContext, type TestContext } from '../helpers/context.ts';
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
-import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
-import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
+import { type Destination, startDestination } from '../helpers/destination.ts';
+import type { SinkMx } from '../peers/sink-mx.ts';
 
 /**
  * Two worker nodes on one database (two containers, each with its own connections and worker):
@@ -12,24 +12,15 @@ import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
  */
 let node1: TestContext;
 let node2: TestContext;
-let dnsServer: DnsServer;
+let destination: Destination;
 let sink: SinkMx;
 const workers: DeliveryWorker[] = [];
 const signing = testSigningKey();
 
 beforeAll(async () => {
-  sink = await startSinkMx();
-  dnsServer = await startDnsServer({
-    'dest.test': { MX: [{ preference: 10, exchange: 'mx1.dest.test' }] },
-    'mx1.dest.test': { A: ['127.0.0.1'] },
-    ...signing.zone,
-  });
-  const env = {
-    POSTYARD_DNS_SERVERS: dnsServer.address,
-    POSTYARD_MX_PORT: String(sink.port),
-    POSTYARD_EHLO_NAME: 'postyard.test',
-    POSTYARD_SOURCE_ADDRESSES: '127.0.0.2,127.0.0.3,127.0.0.4',
-  };
+  destination = await startDestination({ signing });
+  sink = destination.sink;
+  const env = { ...destination.env, POSTYARD_SOURCE_ADDRESSES: '127.0.0.2,127.0.0.3,127.0.0.4' };
   node1 = await createTestContext({ env });
   node2 = await createTestContext({ env, shareWith: node1 });
   for (const [i, n] of [node1, node2].entries()) {
@@ -41,8 +32,7 @@ afterAll(async () => {
   for (const w of workers) await w.stop();
   await node2?.close();
   await node1?.close();
-  await sink?.close();
-  await dnsServer?.close();
+  await destination?.close();
 });
 
 async function states(transmissionId: string) {

@@ -1,45 +1,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
-import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { call, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
-import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
-import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
+import type { SinkMx } from '../peers/sink-mx.ts';
+import { startTwoTenants, type TwoTenants } from './two-tenants.ts';
 
 /**
  * A tenant's messages_per_connection override (PUT /v1/pacing/sites/{site}) applies to its own
  * mail, measured at the sink: its sessions (one client port each) carry at most that many
  * messages and never another tenant's, while the other tenant keeps the file's value.
  */
+let scene: TwoTenants;
 let ctx: TestContext;
 let a: TestTenant;
 let b: TestTenant;
-let dnsServer: DnsServer;
 let sink: SinkMx;
 let worker: DeliveryWorker;
 const signing = testSigningKey();
 
 beforeAll(async () => {
-  sink = await startSinkMx();
-  dnsServer = await startDnsServer({
-    'dest.test': { MX: [{ preference: 10, exchange: 'mx1.dest.test' }] },
-    'mx1.dest.test': { A: ['127.0.0.1'] },
-    ...signing.zone,
-  });
-  ctx = await createTestContext({
-    env: {
-      POSTYARD_DNS_SERVERS: dnsServer.address,
-      POSTYARD_MX_PORT: String(sink.port),
-      POSTYARD_EHLO_NAME: 'postyard.test',
-    },
-  });
-  a = await createTenant(ctx, 'Shop <news@shop.test>');
-  b = await createTenant(ctx, 'Shop <news@shop.test>');
+  scene = await startTwoTenants(signing);
+  ({ ctx, a, b, sink } = scene);
 }, 60_000);
 afterAll(async () => {
   await worker?.stop();
-  await ctx?.close();
-  await sink?.close();
-  await dnsServer?.close();
+  await scene?.close();
 });
 
 async function send(t: TestTenant, prefix: string, n: number) {

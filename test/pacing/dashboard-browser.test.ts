@@ -6,19 +6,11 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CHROMIUM,
-  ensureDashboardBuilt,
-  HAVE_CHROMIUM,
-  launchBrowser,
-  listen,
-  screenshot,
-  watchProblems,
-} from '../dashboard/browser-helpers.ts';
+import { CHROMIUM, ensureDashboardBuilt, HAVE_CHROMIUM, screenshot } from '../dashboard/browser-helpers.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { openSignedIn } from '../helpers/dashboard-browser.ts';
 
 const EMAIL = 'ops@acme.test';
-const PASSWORD = 'a long dashboard password';
 
 if (!HAVE_CHROMIUM) console.warn(`SKIPPED pacing browser tests: ${CHROMIUM} not found.`);
 
@@ -36,7 +28,6 @@ describe.skipIf(!HAVE_CHROMIUM)('pacing page in Chromium', () => {
     ctx = await createTestContext();
     tenant = await createTenant(ctx, 'Acme <noreply@acme.test>');
     other = await createTenant(ctx, 'Other <noreply@other.test>');
-    await ctx.c.dashboard.createUser(tenant.tenantId, { email: EMAIL, password: PASSWORD });
     const put = await call(ctx.app, 'PUT', '/v1/pacing/sites/gmail', {
       key: tenant.apiKey,
       body: { messages_per_minute: 120 },
@@ -45,17 +36,7 @@ describe.skipIf(!HAVE_CHROMIUM)('pacing page in Chromium', () => {
     // Another tenant's override must not show on this tenant's page.
     await call(ctx.app, 'PUT', '/v1/pacing/sites/yahoo', { key: other.apiKey, body: { messages_per_minute: 7 } });
     await ctx.c.pacing.observe('yahoo', 'yahoo', '', '421 4.7.0 [TSS04] Messages from 127.0.0.1 temporarily deferred');
-    base = await listen(ctx);
-    browser = await launchBrowser();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(15_000);
-    page = await context.newPage();
-    problems = watchProblems(page);
-    await page.goto(`${base}/login?next=%2Fpacing`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${base}/pacing`);
+    ({ base, browser, page, problems } = await openSignedIn(ctx, tenant, { email: EMAIL, path: '/pacing' }));
   }, 120_000);
 
   afterAll(async () => {

@@ -1,45 +1,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
-import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { call, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
-import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
-import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
+import type { SinkMx } from '../peers/sink-mx.ts';
+import { startTwoTenants, type TwoTenants } from './two-tenants.ts';
 
 /**
  * Fairness (issue 18, docs/pacing.md): tenant A's backlog of 20,000 marketing messages must not
  * hold back tenant B's transactional message to the same destination. Before the fair claim the
  * queue was one FIFO by due time, so B's message waited behind every one of A's.
  */
+let scene: TwoTenants;
 let ctx: TestContext;
 let a: TestTenant;
 let b: TestTenant;
-let dnsServer: DnsServer;
 let sink: SinkMx;
 let worker: DeliveryWorker;
 const signing = testSigningKey();
 
 beforeAll(async () => {
-  sink = await startSinkMx();
-  dnsServer = await startDnsServer({
-    'dest.test': { MX: [{ preference: 10, exchange: 'mx1.dest.test' }] },
-    'mx1.dest.test': { A: ['127.0.0.1'] },
-    ...signing.zone,
-  });
-  ctx = await createTestContext({
-    env: {
-      POSTYARD_DNS_SERVERS: dnsServer.address,
-      POSTYARD_MX_PORT: String(sink.port),
-      POSTYARD_EHLO_NAME: 'postyard.test',
-    },
-  });
-  a = await createTenant(ctx, 'Shop <news@shop.test>');
-  b = await createTenant(ctx, 'Shop <news@shop.test>');
+  scene = await startTwoTenants(signing);
+  ({ ctx, a, b, sink } = scene);
 }, 60_000);
 afterAll(async () => {
   await worker?.stop();
-  await ctx?.close();
-  await sink?.close();
-  await dnsServer?.close();
+  await scene?.close();
 });
 
 async function send(t: TestTenant, recipients: string[], campaign: boolean) {

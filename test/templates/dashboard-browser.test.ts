@@ -7,19 +7,11 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CHROMIUM,
-  ensureDashboardBuilt,
-  HAVE_CHROMIUM,
-  launchBrowser,
-  listen,
-  screenshot,
-  watchProblems,
-} from '../dashboard/browser-helpers.ts';
+import { CHROMIUM, ensureDashboardBuilt, HAVE_CHROMIUM, screenshot } from '../dashboard/browser-helpers.ts';
 import { createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
+import { openSignedIn } from '../helpers/dashboard-browser.ts';
 
 const EMAIL = 'designer@acme.test';
-const PASSWORD = 'a long dashboard password';
 
 if (!HAVE_CHROMIUM) console.warn(`SKIPPED template browser tests: ${CHROMIUM} not found.`);
 
@@ -35,18 +27,11 @@ describe.skipIf(!HAVE_CHROMIUM)('template pages in Chromium', () => {
     ensureDashboardBuilt();
     ctx = await createTestContext();
     tenant = await createTenant(ctx, 'Acme <noreply@acme.test>');
-    await ctx.c.dashboard.createUser(tenant.tenantId, { email: EMAIL, password: PASSWORD });
-    base = await listen(ctx);
-    browser = await launchBrowser();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    context.setDefaultTimeout(15_000);
-    page = await context.newPage();
-    problems = watchProblems(page);
-    await page.goto(`${base}/login?next=%2Ftemplates`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${base}/templates`);
+    ({ base, browser, page, problems } = await openSignedIn(ctx, tenant, {
+      email: EMAIL,
+      path: '/templates',
+      viewport: { width: 1280, height: 1000 },
+    }));
   }, 120_000);
 
   afterAll(async () => {
