@@ -148,6 +148,25 @@ describe('FairClaimer', () => {
     expect(again.map((m) => m.id)).not.toContain(later);
   });
 
+  it('walks on past tenants that have nothing due in the same claim', async () => {
+    // 40 tenants whose pending mail is leased (in flight) or due later, walked before the one
+    // tenant with mail due. Before, the claim returned nothing (its 32 tenants had nothing due)
+    // and the worker slept its poll interval before the next claim walked on.
+    const tenants = tenantIds(41);
+    const busy = tenants.slice(0, 40);
+    const waiting = tenants[40] as string;
+    await queue(busy.map((tenant, i) => (i % 2 ? { tenant, state: 'sending', due: 7_200 } : { tenant, due: 7_200 })));
+    const [due] = await queue([{ tenant: waiting, priority: 0 }]);
+    const got = await new FairClaimer().claim(ctx.c.database, 'w', 200, 60_000, new Set(), NOW);
+    expect(got.map((m) => m.id)).toEqual([due]);
+    // Nothing due anywhere: one turn at most, nothing taken, and the next claim still works.
+    const claimer = new FairClaimer(tenants[20]);
+    expect(await claimer.claim(ctx.c.database, 'w', 200, 60_000, new Set(), NOW)).toEqual([]);
+    expect(await claimer.claim(ctx.c.database, 'w', 200, 60_000, new Set(), NOW)).toEqual([]);
+    const later = await claimer.claim(ctx.c.database, 'w', 200, 60_000, new Set(), NOW + 7_200_000);
+    expect(later.length).toBeGreaterThan(0);
+  });
+
   it('passes over the tenants in skip', async () => {
     const [a, b] = tenantIds(2) as [string, string];
     await queue([{ tenant: a }, { tenant: a }, { tenant: b }, { tenant: b }]);

@@ -27,6 +27,18 @@ import { isoAt } from '../../lib/clock.ts';
  */
 export const TENANTS_PER_CLAIM = 32;
 
+/**
+ * Walks one claim may make past tenants with nothing due (8 x 32 = 256 tenants): bounds what a
+ * claim costs when the only due mail is of tenants in `skip` (the worker then polls again).
+ */
+const MAX_WALKS_PER_CLAIM = 8;
+
+/** [now] -> a row if any message is due (messages_claimable, migration 005: one index probe). */
+const ANY_DUE = dialectSql({
+  sqlite: `select id from messages indexed by messages_claimable where ${CLAIMABLE_SQL} and next_attempt_at <= ? limit 1`,
+  postgres: `select id from messages where ${CLAIMABLE_SQL} and next_attempt_at <= $1 limit 1`,
+});
+
 /** [cursor, count] -> tenant_id rows. */
 const NEXT_TENANTS = dialectSql({
   // INDEXED BY: other tenant-led indexes also cover tenant_id but hold every finished row.
@@ -108,14 +120,41 @@ export class FairClaimer {
     // cursor moved past 22 tenants that got nothing (and with fewer than 32 tenants pending, the
     // walk wrapped and started again at the first: the others never got a turn).
     const walk = Math.max(1, Math.min(TENANTS_PER_CLAIM, limit));
-    const rows = await runSql<{ tenant_id: string }>(db, NEXT_TENANTS, [this.cursor, walk]);
-    // Fewer than asked: the walk reached the last tenant, the next claim starts from the first.
-    this.cursor = rows.length < walk ? '' : (rows.at(-1)?.tenant_id ?? '');
-    const tenants = rows.map((r) => r.tenant_id).filter((t) => !skip.has(t));
-    if (tenants.length === 0) return [];
-    // Rounded down: every tenant walked gets its full share (the cursor moves past all of them);
-    // rounded up, the batch filled before the last few, which the cursor then skipped.
-    const share = Math.max(1, Math.floor(limit / tenants.length));
-    return runSql<MessagesTable>(db, TAKE_FAIR, [until, workerId, now, tenants, share, limit]);
+    // The tenants walked may have nothing due (all their pending mail leased or due later): the
+    // claim then walks on, while some message is due at all, up to one turn of the tenants or
+    // MAX_WALKS_PER_CLAIM walks.
+    // Before, it returned nothing and the worker slept its poll interval per 32 such tenants
+    // before reaching one that had mail due.
+    const began = this.cursor;
+    let turned = false;
+    let checked = false;
+    for (let walks = 0; walks < MAX_WALKS_PER_CLAIM; walks++) {
+      const rows = await runSql<{ tenant_id: string }>(db, NEXT_TENANTS, [this.cursor, walk]);
+      // Fewer than asked: the walk reached the last tenant, the next one starts from the first.
+      const wrapped = rows.length < walk;
+      this.cursor = wrapped ? '' : (rows.at(-1)?.tenant_id ?? '');
+      const tenants = rows.map((r) => r.tenant_id).filter((t) => !skip.has(t));
+      if (tenants.length > 0) {
+        // Rounded down: every tenant walked gets its full share (the cursor moves past all of
+        // them); rounded up, the batch filled before the last few, which the cursor then skipped.
+        const share = Math.max(1, Math.floor(limit / tenants.length));
+        const got = await runSql<MessagesTable>(db, TAKE_FAIR, [until, workerId, now, tenants, share, limit]);
+        if (got.length > 0) return got;
+      }
+      // A turn is over once the walk has wrapped and come back to where this claim began (the
+      // comparison is only a bound: MAX_WALKS_PER_CLAIM caps it anyway).
+      if (wrapped) {
+        if (began === '' || turned) return [];
+        turned = true;
+      } else if (turned && (rows.at(-1)?.tenant_id ?? '') >= began) return [];
+      if (!checked) {
+        // One index probe: with nothing due anywhere, walking on would only cost (an idle queue
+        // full of later retries is polled every few hundred milliseconds).
+        const due = await runSql<{ id: string }>(db, ANY_DUE, [now]);
+        if (due.length === 0) return [];
+        checked = true;
+      }
+    }
+    return [];
   }
 }
