@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { TemplatesTable, TemplateVersionsTable } from '../../db/schema.ts';
+import { isUniqueViolation } from '../../db/unique-violation.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { formatMailbox, parseMailbox } from '../../lib/email.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
@@ -50,11 +51,6 @@ function toVersionView(v: TemplateVersionsTable): TemplateVersionView {
     defaults: JSON.parse(v.defaults) as Record<string, unknown>,
     created_at: v.created_at,
   };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: string }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
 const nameTaken = () => validationError([{ field: 'name', message: 'a template with this name already exists' }]);
