@@ -40,7 +40,12 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
         req,
         reply,
         async (trx) => ({ status: 202, body: await c.transmissions.accept(trx, auth.tenantId, input) }),
-        { runner: c.groupCommit.runBuffered },
+        // As SMTP submission: without an Idempotency-Key the accept only reads and inserts, so on
+        // PostgreSQL its batch needs no transaction (src/db/group-commit.ts runInserts); with a
+        // key the batch's transaction also completes the key.
+        {
+          runner: req.headers['idempotency-key'] === undefined ? c.groupCommit.runInserts : c.groupCommit.runBuffered,
+        },
       );
     },
   );
