@@ -115,19 +115,23 @@ describe(`max_connections across nodes (${DIALECT})`, () => {
     // Small claims: both nodes take part of the mail at once.
     workers.push(startTestWorker(ctx.c, 'conn-w1', { signing, batchSize: 25 }));
     if (ctx2) workers.push(startTestWorker(ctx2.c, 'conn-w2', { signing, batchSize: 25 }));
+    const started = Date.now();
     try {
-      await sink.waitForMessages(400, 60_000);
+      await sink.waitForMessages(400, 150_000);
     } finally {
       // Stopped here: the next test's messages are for its own nodes.
       for (const w of workers.splice(0)) await w.stop();
     }
     const helos = new Set(sink.messages.map((m) => m.heloName));
-    console.log(`sessions: ${sink.connectionCount()}, peak open from ${CLIENT}: ${sink.peakSessions(CLIENT)}`, helos);
+    console.log(
+      `400 messages in ${Date.now() - started} ms; sessions: ${sink.connectionCount()}, peak open from ${CLIENT}: ${sink.peakSessions(CLIENT)}`,
+      helos,
+    );
     // Both nodes sent (else the test proves nothing about two nodes).
     if (ctx2) expect(helos).toEqual(new Set(['node1.postyard.test', 'node2.postyard.test']));
     expect(sink.peakSessions(CLIENT)).toBeLessThanOrEqual(2);
     expect(sink.peakSessions(CLIENT)).toBe(2);
-  }, 90_000);
+  }, 180_000);
 
   it.runIf(DIALECT === 'postgres')(
     "a node killed while it holds both slots: the other sends nothing to the site until the dead node's leases expire",
@@ -173,7 +177,7 @@ describe(`max_connections across nodes (${DIALECT})`, () => {
       expect(Math.max(...left)).toBeLessThanOrEqual(CONNECTION_LEASE_MS);
       // Nothing went out before the first of them ended; it went soon after (a retry every 500 ms).
       expect(after).toBeGreaterThanOrEqual(Math.min(...left) - 250);
-      expect(after).toBeLessThan(Math.max(...left) + 3_000);
+      expect(after).toBeLessThan(Math.max(...left) + 5_000);
     },
     SPAWN_TEST_TIMEOUT_MS,
   );
