@@ -1,9 +1,7 @@
 import type { MessagesTable } from '../../db/schema.ts';
-import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import { type Destination, destinationOf, queueKey } from '../ip-pools/source-picker.ts';
 import { type ConnectionSlots, DatabaseSlots, LocalSlots } from '../pacing/connection-slots.ts';
-import { trackingPlan } from '../tracking/render-plan.ts';
 import { attemptRecord, deferral, routeFailureOutcome } from './attempt-outcome.ts';
 import { type Route, routeFamilies, routeFor } from './destination.ts';
 import { FairClaimer } from './fair-claim.ts';
@@ -11,9 +9,9 @@ import { FairQueue } from './fair-queue.ts';
 import { type LaneHost, runLane } from './lane.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
 import type { Outcome } from './outcomes.ts';
-import { type DeliveryTransmission, loadTransmission, loadTransmissions, releaseMessages } from './queue.repo.ts';
+import { releaseMessages } from './queue.repo.ts';
 import { inlineRenderer } from './render/render-pool.ts';
-import { forDelivery } from './render/renderer.ts';
+import { TransmissionCache } from './transmission-cache.ts';
 import {
   contextOf,
   type DeliveryWorkerOptions,
@@ -41,7 +39,7 @@ export class DeliveryWorker implements LaneHost {
   /** Connection slots: leases in the database on PostgreSQL (all nodes), counts in memory on SQLite. */
   private readonly slots: ConnectionSlots;
   private readonly relaySlots = new LocalSlots();
-  private readonly txCache = new BoundedCache<string, Job['tx']>(500);
+  private readonly transmissions: TransmissionCache;
   private readonly outcomes: OutcomeBuffer;
   private readonly lanes = new Set<Promise<void>>();
   /** Turns among tenants (fair-claim.ts); a random start so nodes do not contend for one head. */
@@ -67,6 +65,7 @@ export class DeliveryWorker implements LaneHost {
     this.slots = isPostgres(this.o.database)
       ? new DatabaseSlots(this.o.database, this.o.workerId, this.o.logger)
       : new LocalSlots();
+    this.transmissions = new TransmissionCache(() => this.o.database.db, this.o.tracking);
     this.outcomes = new OutcomeBuffer({
       database: this.o.database,
       suppressions: this.o.suppressions,
@@ -149,52 +148,11 @@ export class DeliveryWorker implements LaneHost {
     }
   }
 
-  private async transmission(msg: MessagesTable): Promise<Job['tx'] | null> {
-    const hit = this.txCache.get(msg.transmission_id);
-    if (hit) return hit;
-    const row = await loadTransmission(this.o.database.db, msg.tenant_id, msg.transmission_id);
-    return row ? this.cacheTransmission(row) : null;
-  }
-
-  /**
-   * The claim's transmissions that are not cached yet, in one batch (loadTransmissions) instead of
-   * one round trip each while the rest of the claim waits: with one recipient per transmission, a
-   * claim of 200 was 200 sequential statements, a large part of delivery's time on PostgreSQL.
-   */
-  private async prefetchTransmissions(claimed: MessagesTable[]): Promise<void> {
-    const missing = claimed.filter((m) => this.txCache.get(m.transmission_id) === undefined);
-    if (missing.length < 2) return;
-    const rows = await loadTransmissions(this.o.database.db, missing);
-    for (const row of rows.values()) this.cacheTransmission(row);
-  }
-
-  private cacheTransmission(row: DeliveryTransmission): Job['tx'] {
-    const base = forDelivery(row);
-    const tags = JSON.parse(row.tags) as string[];
-    const tracking = this.o.tracking
-      ? trackingPlan(this.o.tracking, {
-          tenant_id: row.tenant_id,
-          mail_type: row.mail_type,
-          tags,
-          options: base.options,
-        })
-      : null;
-    const tx = {
-      ...base,
-      options: { ...base.options, tracking },
-      mailType: row.mail_type,
-      tags,
-      createdAtMs: Date.parse(row.created_at),
-    };
-    this.txCache.set(row.id, tx);
-    return tx;
-  }
-
   private async dispatch(claimed: MessagesTable[]): Promise<void> {
-    await this.prefetchTransmissions(claimed);
+    await this.transmissions.prefetch(claimed);
     const now = Date.now();
     for (const msg of claimed) {
-      const tx = await this.transmission(msg);
+      const tx = await this.transmissions.of(msg);
       if (!tx) {
         this.complete({
           msg,

@@ -1,0 +1,63 @@
+import type { Executor } from '../../db/executor.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { trackingPlan } from '../tracking/render-plan.ts';
+import { type DeliveryTransmission, loadTransmission, loadTransmissions } from './queue.repo.ts';
+import { forDelivery } from './render/renderer.ts';
+import type { Job } from './worker-types.ts';
+
+/**
+ * The worker's transmissions as delivery needs them (content parsed for rendering, tracking plan,
+ * tags), kept for the next messages of the same transmission: a transmission of 10,000
+ * recipients is loaded once, not 10,000 times.
+ */
+export class TransmissionCache {
+  private readonly cache = new BoundedCache<string, Job['tx']>(500);
+
+  constructor(
+    private readonly db: () => Executor,
+    private readonly tracking: { base: string; key: Uint8Array } | null | undefined,
+  ) {}
+
+  /** The message's transmission; null if it no longer exists. */
+  async of(msg: MessagesTable): Promise<Job['tx'] | null> {
+    const hit = this.cache.get(msg.transmission_id);
+    if (hit) return hit;
+    const row = await loadTransmission(this.db(), msg.tenant_id, msg.transmission_id);
+    return row ? this.keep(row) : null;
+  }
+
+  /**
+   * The claim's transmissions that are not cached yet, in one batch (loadTransmissions) instead of
+   * one round trip each while the rest of the claim waits: with one recipient per transmission, a
+   * claim of 200 was 200 sequential statements, a large part of delivery's time on PostgreSQL.
+   */
+  async prefetch(claimed: readonly MessagesTable[]): Promise<void> {
+    const missing = claimed.filter((m) => this.cache.get(m.transmission_id) === undefined);
+    if (missing.length < 2) return;
+    const rows = await loadTransmissions(this.db(), missing);
+    for (const row of rows.values()) this.keep(row);
+  }
+
+  private keep(row: DeliveryTransmission): Job['tx'] {
+    const base = forDelivery(row);
+    const tags = JSON.parse(row.tags) as string[];
+    const tracking = this.tracking
+      ? trackingPlan(this.tracking, {
+          tenant_id: row.tenant_id,
+          mail_type: row.mail_type,
+          tags,
+          options: base.options,
+        })
+      : null;
+    const tx = {
+      ...base,
+      options: { ...base.options, tracking },
+      mailType: row.mail_type,
+      tags,
+      createdAtMs: Date.parse(row.created_at),
+    };
+    this.cache.set(row.id, tx);
+    return tx;
+  }
+}
