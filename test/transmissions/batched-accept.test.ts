@@ -6,23 +6,15 @@
  * On PostgreSQL, the batch's connection being terminated (what a server restart does to it) loses
  * and duplicates nothing.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
-import pg from 'pg';
+import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { GroupCommit } from '../../src/db/group-commit.ts';
 import { insertMany } from '../../src/db/batch.ts';
 import type { DB } from '../../src/db/schema.ts';
 import { AppError } from '../../src/lib/errors.ts';
 import { prepareSubmission } from '../../src/smtp/submission.ts';
-import {
-  createTenant,
-  createTestContext,
-  DIALECT,
-  TEST_DATABASE_URL,
-  type TestContext,
-  type TestTenant,
-} from '../helpers/context.ts';
+import { createTenant, createTestContext, DIALECT, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { message } from '../smtp/helpers.ts';
+import { countingGroupCommit, input, NONE, ONCE, restartMidBatch, storedRows } from './batch-harness.ts';
 
 let ctx: TestContext;
 let t: TestTenant;
@@ -35,87 +27,8 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-function input(subject: string) {
-  return prepareSubmission(Buffer.from(message({ subject })), {
-    mailFrom: 'shop@example.com',
-    rcptTo: [`${subject.replace(/\W/g, '')}@example.com`, 'second@example.com'],
-  }).input;
-}
-
-/** A group commit whose transactions count their INSERT statements. */
-function counting() {
-  const stats = { transactions: 0, inserts: 0, lookups: 0 };
-  const database = ctx.c.database;
-  const db = new Proxy(database.db, {
-    get(target, prop) {
-      if (prop === 'startTransaction') {
-        return () => ({
-          execute: async () => {
-            stats.transactions++;
-            const trx = await target.startTransaction().execute();
-            return new Proxy(trx, {
-              get(tt, p) {
-                const v = Reflect.get(tt, p, tt);
-                if (p === 'executeQuery') {
-                  return (q: { sql: string }) => {
-                    // A PostgreSQL batch writes all its tables in one `with ... insert` statement.
-                    if (/^\s*(insert|with)/i.test(q.sql)) stats.inserts++;
-                    if (/from "suppressions"/.test(q.sql)) stats.lookups++;
-                    return (v as (q: unknown) => unknown).call(tt, q);
-                  };
-                }
-                return typeof v === 'function' ? v.bind(tt) : v;
-              },
-            });
-          },
-        });
-      }
-      const v = Reflect.get(target, prop, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  }) as Kysely<DB>;
-  return { group: new GroupCommit({ ...database, db }), stats };
-}
-
-/** Transmissions, messages and events stored for `subject` (each must be 1, 2, 2 exactly once). */
-async function stored(subject: string) {
-  const db = ctx.c.database.db;
-  const ts = (
-    await db.selectFrom('transmissions').select(['id', 'content']).where('tenant_id', '=', t.tenantId).execute()
-  )
-    .filter((r) => (JSON.parse(r.content) as { subject: string }).subject === subject)
-    .map((r) => r.id);
-  if (ts.length === 0) return { transmissions: 0, messages: 0, events: 0, outbox: 0 };
-  const n = async (q: Promise<{ n: unknown } | undefined>) => Number((await q)?.n ?? 0);
-  return {
-    transmissions: ts.length,
-    messages: await n(
-      db
-        .selectFrom('messages')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('transmission_id', 'in', ts)
-        .executeTakeFirst(),
-    ),
-    events: await n(
-      db
-        .selectFrom('events')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('transmission_id', 'in', ts)
-        .executeTakeFirst(),
-    ),
-    outbox: await n(
-      db
-        .selectFrom('webhook_outbox')
-        .innerJoin('events', 'events.id', 'webhook_outbox.event_id')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('events.transmission_id', 'in', ts)
-        .executeTakeFirst(),
-    ),
-  };
-}
-const ONCE = { transmissions: 1, messages: 2, events: 2, outbox: 2 };
-const NONE = { transmissions: 0, messages: 0, events: 0, outbox: 0 };
-
+const stored = (subject: string) => storedRows(ctx, t.tenantId, subject);
+const counting = () => countingGroupCommit(ctx.c.database);
 const accept = (trx: Transaction<DB>, subject: string) => ctx.c.transmissions.accept(trx, t.tenantId, input(subject));
 
 it('concurrent accepts share one transaction and one multi-row INSERT per table', async () => {
@@ -205,34 +118,6 @@ it('a member failing in its code, in an SQL statement or in the flush of its row
 
 it.skipIf(DIALECT !== 'postgres')(
   'the batch connection terminated mid-batch (server restart): every accept stored exactly once',
-  async () => {
-    const { group } = counting();
-    const subjects = Array.from({ length: 10 }, (_, i) => `restart ${i}`);
-    let terminated = 0;
-    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL as string });
-    await admin.connect();
-    try {
-      const runs = subjects.map((s, i) =>
-        group.runBuffered(async (trx) => {
-          // The fourth member waits in the database, so the test can kill the batch's backend.
-          if (i === 3 && terminated === 0) await sql`select pg_sleep(2)`.execute(trx);
-          return accept(trx, s);
-        }),
-      );
-      for (let tries = 0; tries < 100 && terminated === 0; tries++) {
-        await new Promise((r) => setTimeout(r, 50));
-        const r = await admin.query(
-          `select pg_terminate_backend(pid) as ok from pg_stat_activity where query like 'select pg_sleep(2)%' and pid <> pg_backend_pid()`,
-        );
-        terminated = r.rowCount ?? 0;
-      }
-      expect(terminated).toBe(1);
-      const settled = await Promise.allSettled(runs);
-      expect(settled.map((r) => r.status)).toEqual(subjects.map(() => 'fulfilled'));
-      for (const s of subjects) expect(await stored(s), s).toEqual(ONCE);
-    } finally {
-      await admin.end();
-    }
-  },
+  () => restartMidBatch(counting().group.runBuffered, accept, stored, 'restart'),
   30_000,
 );
