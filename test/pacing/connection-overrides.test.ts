@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
-import { call, type TestContext, type TestTenant } from '../helpers/context.ts';
+import pg from 'pg';
+import { call, TEST_DATABASE_URL, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
 import type { SinkMx } from '../peers/sink-mx.ts';
 import { startTwoTenants, type TwoTenants } from './two-tenants.ts';
@@ -38,6 +39,27 @@ async function send(t: TestTenant, prefix: string, n: number) {
   expect(res.statusCode, res.body).toBe(202);
 }
 
+/**
+ * Starts the worker. On PostgreSQL the overrides table is held locked for 1.5 s meanwhile, so
+ * loading the overrides is slow: CI once saw the first claim run before that load had ended (it
+ * was started, not awaited), and the tenant's mail then shared sessions with the other's.
+ */
+async function startWhileOverridesLoadSlowly(): Promise<DeliveryWorker> {
+  if (!TEST_DATABASE_URL) return startTestWorker(ctx.c, 'conn-worker', { signing });
+  const locker = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await locker.connect();
+  try {
+    await locker.query('begin');
+    await locker.query(`lock table ${ctx.pgSchema}.pacing_site_overrides in access exclusive mode`);
+    const started = startTestWorker(ctx.c, 'conn-worker', { signing });
+    await new Promise((r) => setTimeout(r, 1_500));
+    await locker.query('commit');
+    return started;
+  } finally {
+    await locker.end();
+  }
+}
+
 describe('per-tenant connection overrides', () => {
   it("messages_per_connection of a tenant's override caps its sessions; others keep the default", async () => {
     const put = await call(ctx.app, 'PUT', '/v1/pacing/sites/default', {
@@ -48,7 +70,7 @@ describe('per-tenant connection overrides', () => {
     await send(a, 'a', 12);
     await send(b, 'b', 12);
     // Both transmissions are queued before the worker starts, so it sees them together.
-    worker = startTestWorker(ctx.c, 'conn-worker', { signing });
+    worker = await startWhileOverridesLoadSlowly();
     await sink.waitForMessages(24, 30_000);
     const sessions = new Map<number, string[]>();
     for (const m of sink.messages) {

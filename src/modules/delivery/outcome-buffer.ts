@@ -6,7 +6,7 @@ import { type Outcome, recordOutcomes } from './outcomes.ts';
 
 /**
  * Buffers delivery outcomes and writes them in batches: one transaction per 100 outcomes or
- * every 20 ms, whichever comes first, instead of one per message. `written(n)` is called once
+ * every 20 ms, whichever comes first, instead of one per message. `written(batch)` is called once
  * a batch is done (written, or failed: then its messages stay leased and come back after the
  * lease, so every message is still delivered at least once).
  */
@@ -21,7 +21,7 @@ export class OutcomeBuffer {
       suppressions: SuppressionsService;
       workerId: string;
       logger: Logger;
-      written(count: number): void;
+      written(batch: Outcome[]): void;
       /** Counts each outcome as it is added (src/metrics/mail-metrics.ts). */
       metrics?: MailMetrics | undefined;
     },
@@ -49,7 +49,7 @@ export class OutcomeBuffer {
         this.o.logger.error({ err, count: batch.length }, 'recording delivery outcomes failed');
       })
       .finally(() => {
-        this.o.written(batch.length);
+        this.o.written(batch);
         this.flushing = null;
       });
     await this.flushing;

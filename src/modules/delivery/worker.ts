@@ -46,6 +46,13 @@ export class DeliveryWorker implements LaneHost {
   private readonly claimer = new FairClaimer(Math.random().toString(16).slice(2));
   /** Claimed-but-unfinished messages per tenant: none may hold more than TENANT_SHARE of maxInflight. */
   private readonly byTenant = new Map<string, number>();
+  /**
+   * The messages this worker holds (claimed, not yet released or recorded), by id. A lease that
+   * ran out while its message was still being sent makes it due again, and our own next claim
+   * may take it back under the same holder id: that claim only renews the held copy's lease
+   * (withoutHeld), or the message would be sent, and reported, twice.
+   */
+  private readonly held = new Map<string, MessagesTable>();
   private wake: (() => void) | null = null;
   readonly o: ResolvedWorkerOptions;
 
@@ -72,8 +79,9 @@ export class DeliveryWorker implements LaneHost {
       workerId: this.o.workerId,
       logger: this.o.logger,
       metrics: this.o.metrics ?? undefined,
-      written: (n) => {
-        this.inflight -= n;
+      written: (batch) => {
+        this.inflight -= batch.length;
+        for (const o of batch) this.held.delete(o.msg.id);
       },
     });
   }
@@ -81,8 +89,10 @@ export class DeliveryWorker implements LaneHost {
   start(): void {
     if (this.running) return;
     this.running = true;
-    void this.o.pacing?.start();
-    this.loop = this.run();
+    // The first claim waits for the tenants' pacing overrides: a message claimed before they are
+    // loaded would share a session with other tenants' mail its override keeps apart.
+    const ready = this.o.pacing?.start() ?? Promise.resolve();
+    this.loop = ready.then(() => this.run());
   }
 
   /** Stops claiming, lets lanes finish their current message, releases the rest, flushes. */
@@ -122,7 +132,9 @@ export class DeliveryWorker implements LaneHost {
       if (this.inflight < this.o.maxInflight) {
         try {
           const n = Math.min(this.o.batchSize, this.o.maxInflight - this.inflight);
-          claimed = await this.claimer.claim(this.o.database, this.o.workerId, n, this.o.leaseMs, this.fullTenants());
+          claimed = this.withoutHeld(
+            await this.claimer.claim(this.o.database, this.o.workerId, n, this.o.leaseMs, this.fullTenants()),
+          );
           // Warmup-capped messages are put back due when a slot opens (not counted as attempts).
           if (this.o.sources) claimed = await this.o.sources.assign(claimed);
         } catch (err) {
@@ -148,7 +160,19 @@ export class DeliveryWorker implements LaneHost {
     }
   }
 
+  /** The claimed rows this worker did not hold yet; a held one gets the new lease end (see held). */
+  private withoutHeld(claimed: MessagesTable[]): MessagesTable[] {
+    const fresh: MessagesTable[] = [];
+    for (const m of claimed) {
+      const mine = this.held.get(m.id);
+      if (mine) mine.locked_until = m.locked_until;
+      else fresh.push(m);
+    }
+    return fresh;
+  }
+
   private async dispatch(claimed: MessagesTable[]): Promise<void> {
+    for (const msg of claimed) this.held.set(msg.id, msg);
     await this.transmissions.prefetch(claimed);
     const now = Date.now();
     for (const msg of claimed) {
@@ -298,7 +322,10 @@ export class DeliveryWorker implements LaneHost {
       this.o.logger.error({ err }, 'releasing messages failed'),
     );
     this.inflight -= jobs.length;
-    for (const j of jobs) this.settled(j.msg.tenant_id, 1);
+    for (const j of jobs) {
+      this.settled(j.msg.tenant_id, 1);
+      this.held.delete(j.msg.id);
+    }
   }
 
   private settled(tenant: string, n: number): void {
@@ -326,7 +353,10 @@ export class DeliveryWorker implements LaneHost {
       to,
     );
     this.inflight -= waiting.length;
-    for (const m of waiting) this.settled(m.tenant_id, 1);
+    for (const m of waiting) {
+      this.settled(m.tenant_id, 1);
+      this.held.delete(m.id);
+    }
     // Kept on `from`: no address of theirs reaches the MX hosts' families. Queued again they would
     // come straight back here, so the attempt is deferred with the reason (the retry schedule runs).
     const byId = new Map(jobs.map((j) => [j.msg.id, j]));
