@@ -95,7 +95,10 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
         response: { 200: Settings, ...errorResponses(422) },
       },
     },
-    async (req) => patchTrackingSettings(c.database.db, authOf(req).tenantId, req.body),
+    async (req) =>
+      patchTrackingSettings(c.database.db, authOf(req).tenantId, req.body).finally(() =>
+        c.transmissions.trackingDefaults.forget(authOf(req).tenantId),
+      ),
   );
 
   // Own context: the unsubscribe POST takes form bodies (RFC 8058 allows urlencoded and multipart).

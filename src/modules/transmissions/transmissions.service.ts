@@ -12,7 +12,7 @@ import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import { insertTransmissionLinks } from '../tracking/links.ts';
-import { resolveTracking, trackingSettingsOnce } from '../tracking/settings.ts';
+import { resolveTracking } from '../tracking/settings.ts';
 import {
   findMessage,
   findTransmission,
@@ -22,6 +22,7 @@ import {
 } from './transmissions.repo.ts';
 import type { AcceptedTransmission, MessageView, TransmissionView } from './transmissions.schema.ts';
 import { parseStoredContent } from '../content/stored-content.ts';
+import { TrackingSettingsCache } from './tracking-cache.ts';
 import type { AcceptInput } from './transmissions.validate.ts';
 
 export type AcceptResult = Static<typeof AcceptedTransmission>;
@@ -38,6 +39,9 @@ export type PoolResolver = (db: Executor, tenantId: string, ref: string) => Prom
  * only after that commit, so an accepted message is never lost and a failed one leaves nothing.
  */
 export class TransmissionsService {
+  /** The tenants' tracking defaults, kept for 5 s (see tracking-cache.ts for the staleness across nodes). */
+  readonly trackingDefaults = new TrackingSettingsCache();
+
   constructor(
     private readonly db: Executor,
     private readonly suppressions: SuppressionsService,
@@ -128,7 +132,7 @@ export class TransmissionsService {
       await pace.tick();
     }
 
-    const tracking = resolveTracking(await trackingSettingsOnce(trx, tenantId), input.mailType, input.options);
+    const tracking = resolveTracking(await this.trackingDefaults.get(trx, tenantId), input.mailType, input.options);
     await insertTransmission(trx, {
       tenant_id: tenantId,
       id: transmissionId,
