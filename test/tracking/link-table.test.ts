@@ -1,9 +1,11 @@
 /**
- * Version 2 click tokens and the transmission link table (docs/tracking.md "Tokens", migration
- * 018), both backends: accept stores each distinct tracked URL once per transmission, delivered
- * mail carries 51-character tokens naming those rows (URL-carrying version 1 tokens only for
+ * Click tokens naming link table rows (versions 2 and 3) and the transmission link table
+ * (docs/tracking.md "Tokens", migration 018), both backends: accept stores each distinct tracked
+ * URL once per transmission, delivered mail carries 51-character version 3 tokens naming those
+ * rows (URL-carrying version 1 tokens only for
  * links built from a recipient's data), clicks redirect to the stored URL only, and every token
- * that is not ours or names nothing gets the same 404. Mail sent with version 1 tokens still works.
+ * that is not ours or names nothing gets the same 404. Mail sent with version 1 and 2 tokens still
+ * works.
  */
 import { createHmac } from 'node:crypto';
 import { simpleParser } from 'mailparser';
@@ -131,6 +133,17 @@ function signed(payload: Buffer): string {
   return Buffer.concat([payload, mac]).toString('base64url');
 }
 
+/** A version 2 click token built byte by byte as mail sent before version 3 carries it. */
+function version2Token(messageId: string, link: number, ref: number): string {
+  return signed(
+    Buffer.concat([
+      Buffer.from([2, 1]),
+      Buffer.from(messageId.replace(/-/g, ''), 'hex'),
+      Buffer.from([link >> 8, link & 0xff, ref >> 8, ref & 0xff]),
+    ]),
+  );
+}
+
 /** A version 1 click token built byte by byte as mail sent before version 2 carries it. */
 function oldFormatToken(messageId: string, link: number, url: string): string {
   return signed(
@@ -199,7 +212,7 @@ describe('link table at accept', () => {
   });
 });
 
-describe('delivered version 2 tokens', () => {
+describe('delivered version 3 tokens', () => {
   it('shared body: links found in the table get 51-character tokens; clicks go to the stored URL, first per link position; text and opted-out links untouched', async () => {
     const txId = await accept(t, HTML, [{ email: 'shared@dest.test' }], TEXT);
     const { parsed } = await delivered('shared@dest.test');
@@ -210,7 +223,7 @@ describe('delivered version 2 tokens', () => {
     const tokens = clickTokens(html);
     // a, b, the templated link (no recipient data: rendered empty, not in the table), a again, c
     expect(tokens.length).toBe(5);
-    expect(tokens.map(version)).toEqual([2, 2, 1, 2, 2]);
+    expect(tokens.map(version)).toEqual([3, 3, 1, 3, 3]);
     for (const i of [0, 1, 3, 4]) expect(tokens[i]?.length).toBe(51);
     const expected = [
       'https://shop.example/a?x=1&y=2',
@@ -239,7 +252,7 @@ describe('delivered version 2 tokens', () => {
     ]);
   });
 
-  it('per-recipient content: static links get version 2, a link built from the recipient data keeps its URL in a version 1 token', async () => {
+  it('per-recipient content: static links get version 3, a link built from the recipient data keeps its URL in a version 1 token', async () => {
     const recipients = [
       { email: 'p1@dest.test', substitution_data: { uid: 'u-1' } },
       { email: 'p2@dest.test', substitution_data: { uid: 'u-2' } },
@@ -247,7 +260,7 @@ describe('delivered version 2 tokens', () => {
     await accept(t, HTML.replace('<p>Hi</p>', '<p>Hi {{uid}}</p>'), recipients);
     for (const r of recipients) {
       const tokens = clickTokens((await delivered(r.email)).parsed.html || '');
-      expect(tokens.map(version)).toEqual([2, 2, 1, 2, 2]);
+      expect(tokens.map(version)).toEqual([3, 3, 1, 3, 3]);
       const own = await click(tokens[2] as string);
       expect(own.statusCode).toBe(302);
       expect(own.headers.location).toBe(`https://shop.example/u/${r.substitution_data.uid}`);
@@ -255,7 +268,7 @@ describe('delivered version 2 tokens', () => {
     }
   });
 
-  it('10,000 distinct links in one transmission: 10,000 rows, every token version 2, each click lands on its own URL', async () => {
+  it('10,000 distinct links in one transmission: 10,000 rows, every token version 3, each click lands on its own URL', async () => {
     const n = 10_000;
     const url = (i: number) => `https://shop.example/item/${i}?ref=mail`;
     const html = `<html><body>${Array.from({ length: n }, (_, i) => `<a href="${url(i)}">${i}</a>`).join('\n')}</body></html>`;
@@ -265,7 +278,7 @@ describe('delivered version 2 tokens', () => {
     expect(rows[n - 1]).toEqual({ tenant_id: t.tenantId, idx: n - 1, url: url(n - 1) });
     const tokens = clickTokens((await delivered('tenk@dest.test')).parsed.html || '');
     expect(tokens.length).toBe(n);
-    expect(tokens.every((x) => x.length === 51 && version(x) === 2)).toBe(true);
+    expect(tokens.every((x) => x.length === 51 && version(x) === 3)).toBe(true);
     for (const i of [0, 1, 4999, 7777, n - 1]) {
       const res = await click(tokens[i] as string);
       expect(res.statusCode).toBe(302);
@@ -300,7 +313,9 @@ describe('what the click route refuses', () => {
       signToken(key, { kind: 'click', messageId: b, link: 0, ref: 2 }),
       signToken(key, { kind: 'click', messageId: a, link: 0, ref: 3 }),
       // a version 2 payload one byte longer, properly signed
-      signed(Buffer.concat([raw.subarray(0, 22), Buffer.from([0])])),
+      signed(Buffer.concat([Buffer.from([2]), raw.subarray(1, 22), Buffer.from([0])])),
+      // the version 3 payload with a version 1/2 MAC instead of its own
+      signed(raw.subarray(0, 22)),
     ];
     const answers = await Promise.all(refused.map(click));
     for (const res of answers) {
@@ -315,6 +330,18 @@ describe('what the click route refuses', () => {
     // The row lookup itself is per tenant.
     expect(await linkUrl(ctx.c.database.db, other.tenantId, txA, 0)).toBeUndefined();
     expect(await linkUrl(ctx.c.database.db, t.tenantId, txA, 0)).toBe('https://shop.example/a?x=1&y=2');
+  });
+
+  it('mail sent with version 2 tokens (naming a link row, HMAC per token) still redirects and records', async () => {
+    const txId = await accept(t, HTML, [{ email: 'v2@nowhere.test' }]);
+    const messageId = await messageOf(txId, 'v2@nowhere.test');
+    const old = version2Token(messageId, 1, 1);
+    expect([version(old), old.length]).toEqual([2, 51]);
+    const res = await click(old);
+    expect(res.statusCode).toBe(302);
+    expect(res.headers.location).toBe('https://shop.example/b');
+    // A link number the transmission lacks: the same 404 as for version 3.
+    expect((await click(version2Token(messageId, 1, 7))).statusCode).toBe(404);
   });
 
   it('mail sent with version 1 tokens (the URL in the token) still redirects and records', async () => {

@@ -5,7 +5,7 @@
  */
 import { rewriteHtml } from './rewrite.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
-import { messageIdBytes, resignForMessage, signToken, type TrackingToken, tokenPayload, verifyToken } from './token.ts';
+import { messageIdBytes, messageSigner, signToken, TokenSet, type TrackingToken, verifyToken } from './token.ts';
 
 export interface TrackingPlan {
   /** Tracking base URL, no trailing slash. */
@@ -102,15 +102,16 @@ export function applyTracking<T extends { html?: string; headers?: Record<string
   if (messageId === null) return out;
   if (parts.html !== undefined && (plan.open || plan.click)) {
     const refs = plan.click ? linkRefs(plan.links) : null;
+    // One message key for all of the message's tokens (token.ts version 3).
+    const sign = messageSigner(plan.key, messageId);
     out.html = rewriteHtml(parts.html, {
       clickUrl: plan.click
         ? (url, link) => {
             const ref = refs?.get(url);
-            const t = ref === undefined ? { url } : { ref };
-            return `${plan.base}/c/${signToken(plan.key, { kind: 'click', messageId, link, ...t })}`;
+            return `${plan.base}/c/${sign(ref === undefined ? { kind: 'click', link, url } : { kind: 'click', link, ref })}`;
           }
         : null,
-      openUrl: plan.open ? `${plan.base}/o/${signToken(plan.key, { kind: 'open', messageId })}` : null,
+      openUrl: plan.open ? `${plan.base}/o/${sign({ kind: 'open' })}` : null,
     });
   }
   if (plan.unsubscribe) {
@@ -147,10 +148,11 @@ const KINDS = ['click', 'open', 'unsubscribe'] as const;
 
 /** Placeholder token -> what it carries, so each message signs without verifying again. */
 const specs = new BoundedCache<string, TrackingToken>(4096);
-/** Placeholder token (verified once, above) -> its payload, re-signed per message. */
-const payloads = new BoundedCache<string, Buffer>(4096);
-/** The last message's id bytes: a message's ~20 tokens are made one after the other. */
-let lastId: { id: string; bytes: Buffer } | null = null;
+/**
+ * A shared body's placeholder tokens (the array shared-body.ts keeps per transmission) -> the
+ * TokenSet that signs them for each message, with the key it was checked with.
+ */
+const sets = new WeakMap<readonly string[], { key: Uint8Array; set: TokenSet }>();
 
 function placeholderSpec(plan: TrackingPlan, token: string): TrackingToken | null {
   const hit = specs.get(token);
@@ -186,17 +188,24 @@ export function sharedTrackedParts<T extends { html?: string; headers?: Record<s
   return { ...out, markers };
 }
 
-/** The message's own token in place of a placeholder token of sharedTrackedParts. */
-export function messageToken(plan: TrackingPlan, placeholder: string, messageId: string): string {
-  let payload = payloads.get(placeholder);
-  if (!payload) {
-    if (!placeholderSpec(plan, placeholder)) throw new Error('not a placeholder token');
-    payload = tokenPayload(placeholder);
-    payloads.set(placeholder, payload);
+/**
+ * The message's own tokens in place of placeholder tokens of sharedTrackedParts, in the same
+ * order: all of them signed together (token.ts TokenSet: one HMAC for the message, one AES call
+ * for its tags). Pass the same array for every message of a transmission: what each placeholder
+ * carries is worked out once per array.
+ */
+export function messageTokens(plan: TrackingPlan, placeholders: readonly string[], messageId: string): string[] {
+  let hit = sets.get(placeholders);
+  if (hit?.key !== plan.key) {
+    const list = placeholders.map((p) => {
+      const spec = placeholderSpec(plan, p);
+      if (!spec) throw new Error('not a placeholder token');
+      return spec;
+    });
+    hit = { key: plan.key, set: new TokenSet(list) };
+    sets.set(placeholders, hit);
   }
-  if (lastId?.id !== messageId) lastId = { id: messageId, bytes: messageIdBytes(messageId) };
-  // The same bytes signToken would sign for { ...spec, messageId }: only the message id differs.
-  return resignForMessage(plan.key, payload, lastId.bytes);
+  return hit.set.sign(plan.key, messageIdBytes(messageId));
 }
 
 /** The plan with the sending domain's verified tracking host name as its base, when it has one. */

@@ -8,7 +8,7 @@ import { buildMessage } from './mime.ts';
 import { NO_BOUNCE_HOST } from '../../domains/dns-records.ts';
 import {
   applyTracking,
-  messageToken,
+  messageTokens,
   perRecipient,
   rawHeaderLines,
   sharedTrackedParts,
@@ -178,7 +178,7 @@ export async function renderMessage(
           ? sharedTrackedParts(tracked, composeInput(tx.id, c, null), returnPathDomain)
           : applyTracking(plan, null, composeInput(tx.id, c, null), returnPathDomain),
       undefined,
-      tracked ? (marker) => messageToken(tracked, marker, msg.id) : undefined,
+      tracked ? (markers) => messageTokens(tracked, markers, msg.id) : undefined,
     );
     if (parts) {
       const signing = performance.now();

@@ -23,7 +23,7 @@
  * message gets a copy with its own tokens written over them and its own body hash. When a marker
  * is not found as often as it was put in (a base64-encoded part), there is no shared body.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { dkimBodyHash, relaxedBody } from './dkim.ts';
 import { type BuildMessageInput, buildMessage } from './mime.ts';
 
@@ -44,12 +44,17 @@ interface SharedBody {
   body: Buffer;
   bodyHash: string;
   slots: Slot[];
+  /** The slots' markers in slot order: what `fill` is asked for (one array per shared body). */
+  markers: string[];
+  /** Per slot, where its characters go in `body` and in `relaxed.rest`, as runs (toRuns). */
+  runs: { body: number[]; relaxed: number[] }[];
   /**
-   * With slots: the body in DKIM relaxed canonical form (latin1), where the markers are found
-   * again (relaxing only touches whitespace and line ends, which no marker holds), so each
-   * message's body hash is one SHA-256 over a patched copy instead of canonicalizing again.
+   * With slots: the body in DKIM relaxed canonical form (latin1) from the first marker on, where
+   * the markers are found again (relaxing only touches whitespace and line ends, which no marker
+   * holds), so each message's body hash is the SHA-256 state of the bytes before the first marker
+   * (computed once) continued over a patched copy of the rest, instead of canonicalizing again.
    */
-  relaxed: Buffer | null;
+  relaxed: { prefix: Hash; rest: Buffer } | null;
 }
 
 /** Where one marker was written: header lines (never folded inside a token) and body bytes. */
@@ -58,7 +63,7 @@ interface Slot {
   head: { line: number; col: number }[];
   /** Per occurrence in the body, the byte offset of each of the marker's characters. */
   body: number[][];
-  /** The same in the relaxed body (SharedBody.relaxed). */
+  /** The same in the relaxed body's rest (SharedBody.relaxed, offsets from its start). */
   relaxed: number[][];
 }
 
@@ -89,42 +94,84 @@ export type SharedInput = Omit<BuildMessageInput, 'to' | 'messageId' | 'date'>;
 
 /**
  * Placeholders in the input that each message replaces with a string of the same length, and how
- * often each was put in. Markers must be ASCII without whitespace, `=` or `<>`.
+ * often each was put in. A marker is made of `A-Za-z0-9_-` only and is never next to another such
+ * character where it is put (findRuns).
  */
 export type Markers = ReadonlyMap<string, number>;
 
-/** Each occurrence of `marker` in the encoded body, allowing quoted-printable soft breaks inside. */
-function findInBody(text: string, marker: string): number[][] {
-  const re = new RegExp([...marker].map((ch) => ch.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')).join('(?:=\r\n)?'), 'g');
-  const found: number[][] = [];
-  for (const m of text.matchAll(re)) {
+/**
+ * Runs of token characters, joined across quoted-printable soft line breaks (`=\r\n`): a marker
+ * (a placeholder token, tracking/render-plan.ts) is always a whole run, since what surrounds it
+ * in the html and headers (`/c/`, `"`, `>`, `+`, `@`) is not a token character.
+ */
+const RUN = /[A-Za-z0-9_-]+(?:=\r\n[A-Za-z0-9_-]+)*/g;
+
+/**
+ * Each run of `text` that is a marker: the offset of each of its characters, soft breaks stepped
+ * over. One pass over the text whatever the number of markers (a scan per marker was quadratic in
+ * the number of links: 10,000 links, 10,000 scans of a body of a megabyte).
+ */
+function findRuns(text: string, markers: ReadonlyMap<string, unknown>, found: (marker: string, at: number[]) => void) {
+  for (const m of text.matchAll(RUN)) {
+    const run = m[0];
+    const plain = run.includes('=') ? run.replaceAll('=\r\n', '') : run;
+    if (!markers.has(plain)) continue;
     const at: number[] = [];
-    let j = 0;
-    for (let i = 0; i < m[0].length && j < marker.length; i++) {
-      if (m[0][i] === marker[j]) {
-        at.push((m.index ?? 0) + i);
-        j++;
-      }
+    const start = m.index ?? 0;
+    for (let i = 0; i < run.length; i++) {
+      if (run.charCodeAt(i) === 61 /* = */) i += 2;
+      else at.push(start + i);
     }
-    found.push(at);
+    found(plain, at);
   }
-  return found;
 }
 
 function findSlots(lines: string[], bodyText: string, relaxedText: string, markers: Markers): Slot[] | null {
-  const slots: Slot[] = [];
-  for (const [marker, expected] of markers) {
-    const head: Slot['head'] = [];
-    lines.forEach((l, line) => {
-      for (let col = l.indexOf(marker); col >= 0; col = l.indexOf(marker, col + marker.length))
-        head.push({ line, col });
+  const slots = new Map<string, Slot>();
+  for (const marker of markers.keys()) slots.set(marker, { marker, head: [], body: [], relaxed: [] });
+  for (const [line, l] of lines.entries()) {
+    findRuns(l, slots, (marker, at) => {
+      slots.get(marker)?.head.push({ line, col: at[0] ?? 0 });
     });
-    const body = findInBody(bodyText, marker);
-    const relaxed = findInBody(relaxedText, marker);
-    if (head.length + body.length !== expected || relaxed.length !== body.length) return null;
-    slots.push({ marker, head, body, relaxed });
   }
-  return slots;
+  findRuns(bodyText, slots, (marker, at) => {
+    slots.get(marker)?.body.push(at);
+  });
+  findRuns(relaxedText, slots, (marker, at) => {
+    slots.get(marker)?.relaxed.push(at);
+  });
+  for (const [marker, expected] of markers) {
+    const slot = slots.get(marker) as Slot;
+    if (slot.head.length + slot.body.length !== expected || slot.relaxed.length !== slot.body.length) return null;
+  }
+  return [...slots.values()];
+}
+
+/**
+ * Occurrences (the offset of each of a marker's characters) as runs of consecutive offsets, flat:
+ * [offset, first character, end character, ...]; a token is one run, or two where quoted-printable
+ * broke its line. Each message then writes a run with one Buffer.write, not a byte at a time.
+ */
+function toRuns(occurrences: number[][]): number[] {
+  const runs: number[] = [];
+  for (const at of occurrences) {
+    let from = 0;
+    for (let i = 1; i <= at.length; i++) {
+      if (i < at.length && at[i] === (at[i - 1] as number) + 1) continue;
+      runs.push(at[from] as number, from, i);
+      from = i;
+    }
+  }
+  return runs;
+}
+
+/** Writes `value`'s characters of each run of `runs` (toRuns) into `buf`. */
+function patch(buf: Buffer, runs: number[], value: string): void {
+  for (let k = 0; k < runs.length; k += 3) {
+    const from = runs[k + 1] as number;
+    const to = runs[k + 2] as number;
+    buf.write(from === 0 ? value : value.slice(from), runs[k] as number, to - from, 'latin1');
+  }
 }
 
 async function compose(input: SharedInput, markers: Markers | undefined): Promise<SharedBody | null> {
@@ -148,14 +195,36 @@ async function compose(input: SharedInput, markers: Markers | undefined): Promis
   const relaxedText = tracked ? relaxedBody(bodyText) : '';
   const slots = tracked ? findSlots(lines, bodyText, relaxedText, markers) : [];
   if (!slots) return null;
-  const relaxed = tracked ? Buffer.from(relaxedText, 'latin1') : null;
-  return { lines, toAt, idAt, dateAt, body, bodyHash: dkimBodyHash(bodyText), slots, relaxed };
+  let relaxed: SharedBody['relaxed'] = null;
+  if (tracked) {
+    // Hash the bytes before the first marker once; messages continue from that state.
+    let first = relaxedText.length;
+    for (const s of slots) for (const at of s.relaxed) first = Math.min(first, at[0] ?? first);
+    const bytes = Buffer.from(relaxedText, 'latin1');
+    for (const s of slots) s.relaxed = s.relaxed.map((at) => at.map((i) => i - first));
+    relaxed = { prefix: createHash('sha256').update(bytes.subarray(0, first)), rest: bytes.subarray(first) };
+  }
+  const markerList = slots.map((s) => s.marker);
+  const runs = slots.map((s) => ({ body: toRuns(s.body), relaxed: toRuns(s.relaxed) }));
+  return {
+    lines,
+    toAt,
+    idAt,
+    dateAt,
+    body,
+    bodyHash: dkimBodyHash(bodyText),
+    slots,
+    markers: markerList,
+    runs,
+    relaxed,
+  };
 }
 
 /**
  * The message's header block and the shared body, or null when a shared body does not apply
  * (the caller then composes the message itself). `shared` is called only to compose the body;
- * with `markers`, `fill` gives this message's replacement of each (same length).
+ * with `markers`, `fill` gives this message's replacement of each marker it is given, in that
+ * order (each of the same length). It is given the same array for every message of a body.
  */
 export async function fromSharedBody(
   transmissionId: string,
@@ -163,7 +232,7 @@ export async function fromSharedBody(
   messageId: string,
   shared: () => SharedInput & { markers?: Markers },
   date: Date = new Date(),
-  fill?: (marker: string) => string,
+  fill?: (markers: readonly string[]) => readonly string[],
 ): Promise<SharedBodyParts | null> {
   const toValue = plainTo(to.email, to.name);
   if (toValue === null || !ASCII_ADDRESS.test(messageId)) return null;
@@ -183,21 +252,23 @@ export async function fromSharedBody(
   lines[t.idAt] = `Message-ID: <${messageId}>`;
   lines[t.dateAt] = `Date: ${mailDate(date)}`;
   if (t.slots.length === 0) return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash };
-  if (!fill) return null;
+  if (!fill || !t.relaxed) return null;
+  const values = fill(t.markers);
   const body = Buffer.from(t.body);
-  const relaxed = Buffer.from(t.relaxed ?? Buffer.alloc(0));
-  for (const slot of t.slots) {
-    const value = fill(slot.marker);
+  const relaxed = Buffer.from(t.relaxed.rest);
+  for (const [n, slot] of t.slots.entries()) {
+    const value = values[n] ?? '';
     if (value.length !== slot.marker.length) return null;
     for (const { line, col } of slot.head) {
       const l = lines[line] ?? '';
       lines[line] = l.slice(0, col) + value + l.slice(col + value.length);
     }
-    for (const at of slot.body) for (let i = 0; i < at.length; i++) body[at[i] as number] = value.charCodeAt(i);
-    for (const at of slot.relaxed) for (let i = 0; i < at.length; i++) relaxed[at[i] as number] = value.charCodeAt(i);
+    const runs = t.runs[n] as SharedBody['runs'][number];
+    patch(body, runs.body, value);
+    patch(relaxed, runs.relaxed, value);
   }
   // dkim.ts dkimBodyHash: SHA-256 of the relaxed body's latin1 bytes, base64.
-  return { head: lines.join('\r\n'), body, bodyHash: createHash('sha256').update(relaxed).digest('base64') };
+  return { head: lines.join('\r\n'), body, bodyHash: t.relaxed.prefix.copy().update(relaxed).digest('base64') };
 }
 
 /** Forgets every shared body (tests). */

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { applyTracking, messageToken, sharedTrackedParts, type TrackingPlan } from '../../tracking/render-plan.ts';
+import { applyTracking, messageTokens, sharedTrackedParts, type TrackingPlan } from '../../tracking/render-plan.ts';
 import { deriveTokenKey, verifyToken } from '../../tracking/token.ts';
 import { dkimBodyHash } from './dkim.ts';
 import { buildMessage } from './mime.ts';
@@ -50,7 +50,7 @@ async function viaShared(txId: string, messageUuid: string, to: { email: string 
     `${messageUuid}@mail.example.com`,
     () => sharedTrackedParts(plan, input, 'bounces.mail.example.com'),
     date,
-    (m) => messageToken(plan, m, messageUuid),
+    (m) => messageTokens(plan, m, messageUuid),
   );
   expect(parts).not.toBeNull();
   // The body hash made by patching the relaxed body equals canonicalizing this body afresh.
@@ -100,7 +100,7 @@ describe('tracked shared bodies', () => {
       'm@mail.example.com',
       () => sharedTrackedParts(plan, b64, 'bounces.mail.example.com'),
       new Date(),
-      (m) => messageToken(plan, m, randomUUID()),
+      (m) => messageTokens(plan, m, randomUUID()),
     );
     expect(parts).toBeNull();
   });
