@@ -5,8 +5,9 @@
  *
  * npm run bench:deliver -- --tracking (or BENCH_TRACKING=1) — the cost of open and click
  * tracking instead: html bodies with 20 links, delivered by the worker with tracking off and on
- * in the same run, rounds in the order off, on, on, off (drift in the machine's load hits both
- * alike); prints the ratio on / off (target >= 0.9, docs/benchmarks.md).
+ * in the same run, in blocks of rounds off, on, on, off (drift in the machine's load hits both
+ * alike); prints the median of the per-pair ratios on / off (target >= 0.9, docs/benchmarks.md)
+ * and of the CPU per message ratios (trackingCost).
  *
  * npm run bench:deliver -- --shaping (or BENCH_SHAPING=1) — the cost of pacing (docs/pacing.md):
  * the worker with rate limits and automation rules on (a pacing file whose limits are set high,
@@ -29,12 +30,13 @@ import { createLogger } from '../src/logger.ts';
 import { startDnsServer } from '../test/peers/dns-server.ts';
 import { freePort, freshPgSchema, machine, spawnNode, stop, table } from './lib.ts';
 
-const N = Number(process.env.BENCH_MESSAGES ?? 20_000);
+const TRACKING_MODE = process.argv.includes('--tracking') || process.env.BENCH_TRACKING === '1';
+/** Messages per round; --tracking: 24 rounds of 2,500 and a warm-up by default (trackingCost). */
+const N = Number(process.env.BENCH_MESSAGES ?? (TRACKING_MODE ? 2_500 : 20_000));
 const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? '';
 const keys = generateDkimKeyPair();
 const TEXT = 'Thanks for your order. Your receipt is attached below.\n'.repeat(20);
 const HTML = `<html><body>${'<p>Thanks for your order. Your receipt is below.</p>'.repeat(20)}</body></html>`;
-const TRACKING_MODE = process.argv.includes('--tracking') || process.env.BENCH_TRACKING === '1';
 const SHAPING_MODE = process.argv.includes('--shaping') || process.env.BENCH_SHAPING === '1';
 /** Limits far above what one machine sends; connection limits as shipped for `default`. */
 const HIGH_LIMITS = `sites:
@@ -146,6 +148,7 @@ async function postyard(
   sinkPort: number,
   dnsAddress: string,
   shape: RunShape = { html: HTML },
+  messages: number = N,
 ) {
   const env = {
     ...dbEnv,
@@ -162,9 +165,11 @@ async function postyard(
   await c.domains.create(tenant.tenant_id, await c.domains.prepare(tenant.tenant_id, { domain: 'bench.test' }));
   // Queue the messages through the real accept path (10,000 recipients per transmission).
   const { validateTransmission } = await import('../src/modules/transmissions/transmissions.validate.ts');
-  for (let start = 0; start < N; start += 10_000) {
+  for (let start = 0; start < messages; start += 10_000) {
     const body = {
-      recipients: Array.from({ length: Math.min(10_000, N - start) }, (_, i) => ({ email: `r${start + i}@dest.test` })),
+      recipients: Array.from({ length: Math.min(10_000, messages - start) }, (_, i) => ({
+        email: `r${start + i}@dest.test`,
+      })),
       content: { subject: 'Receipt', text: TEXT, html: shape.html },
       ...(shape.tracking === undefined
         ? {}
@@ -200,7 +205,7 @@ async function postyard(
     if (performance.now() - t0 > 60_000) throw new Error('the worker claimed nothing within 60 s');
   }
   let delivered = 0;
-  while (delivered < N) {
+  while (delivered < messages) {
     await new Promise((r) => setTimeout(r, 50));
     delivered = await count(['delivered']);
     if (performance.now() - t0 > 600_000) throw new Error(`stuck at ${delivered}`);
@@ -211,15 +216,15 @@ async function postyard(
   const rss = await import('./lib.ts').then((l) => l.peakRssMb(child.pid as number));
   // CPU per message (worker process with its render threads; this process, which runs the sink
   // MX): far less swayed by other load on the machine than msgs/s.
-  const workerCpuMs = (await processCpuMs(child.pid as number)) / N;
+  const workerCpuMs = (await processCpuMs(child.pid as number)) / messages;
   const bc = process.cpuUsage(benchCpu0);
-  const sinkCpuMs = (bc.user + bc.system) / 1000 / N;
+  const sinkCpuMs = (bc.user + bc.system) / 1000 / messages;
   await stop(child);
   await check.close();
   return {
     label,
-    rate: N / secs,
-    withStartRate: N / withStart,
+    rate: messages / secs,
+    withStartRate: messages / withStart,
     startSecs: (tClaim - t0) / 1000,
     rss,
     workerCpuMs,
@@ -227,10 +232,27 @@ async function postyard(
   };
 }
 
-/** --tracking: the same 20-link html delivered with tracking off and on, ABBA rounds, SQLite. */
+/** The median of a list (the mean of the middle two for an even count). */
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+/**
+ * --tracking: the same 20-link html delivered with tracking off and on, SQLite, in blocks of
+ * rounds off, on, on, off (BENCH_ROUNDS blocks, default 6), after one uncounted warm-up round.
+ * Each block gives two pairs (its first two rounds, its last two), each pair the ratio of two
+ * neighbouring rounds, so drift in the machine's load between pairs cancels; the figure is the
+ * median of the pairs' ratios, which one disturbed round cannot move much (a mean of four rounds
+ * swung 0.69-0.92 on a quiet machine, issue 16). Printed with it: the median of the pairs' CPU per
+ * message ratios (worker process with its render threads, plus this process running the sink).
+ * Default: 2,500 messages per round, 24 rounds plus the warm-up, about 2-3 minutes on the 2-core
+ * dev machine when quiet.
+ */
 async function trackingCost(sinkPort: number, dnsAddress: string) {
-  const runs: { tracking: boolean; rate: number; workerCpuMs: number; sinkCpuMs: number }[] = [];
-  for (const tracking of [false, true, true, false]) {
+  type Run = { tracking: boolean; rate: number; cpu: number };
+  const round = async (tracking: boolean, messages: number): Promise<Run> => {
     const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-deliver-'));
     try {
       const r = await postyard(
@@ -238,38 +260,56 @@ async function trackingCost(sinkPort: number, dnsAddress: string) {
         { POSTYARD_DATA_DIR: dir },
         sinkPort,
         dnsAddress,
-        {
-          html: HTML_LINKS,
-          tracking,
-        },
+        { html: HTML_LINKS, tracking },
+        messages,
       );
-      runs.push({ tracking, rate: r.rate, workerCpuMs: r.workerCpuMs, sinkCpuMs: r.sinkCpuMs });
       console.log(
         `${r.label}: ${Math.round(r.rate)} msgs/s (peak RSS ${Math.round(r.rss)} MB; CPU per message: worker ${r.workerCpuMs.toFixed(2)} ms, sink ${r.sinkCpuMs.toFixed(2)} ms)`,
       );
+      return { tracking, rate: r.rate, cpu: r.workerCpuMs + r.sinkCpuMs };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }
-  const mean = (on: boolean, of: (r: (typeof runs)[number]) => number = (r) => r.rate) => {
-    const xs = runs.filter((r) => r.tracking === on).map(of);
-    return xs.reduce((a, b) => a + b, 0) / xs.length;
   };
-  const cpu = (r: (typeof runs)[number]) => r.workerCpuMs + r.sinkCpuMs;
+  const blocks = Number(process.env.BENCH_ROUNDS ?? 6);
+  const t0 = performance.now();
+  // Warm-up: the sink process and the page cache start cold; this round is not counted.
+  await round(true, Math.min(N, 1000));
+  const pairs: { on: Run; off: Run }[] = [];
+  for (let b = 0; b < blocks; b++) {
+    const [a, c, d, e] = [await round(false, N), await round(true, N), await round(true, N), await round(false, N)];
+    pairs.push({ off: a, on: c }, { off: e, on: d });
+  }
+  const rates = pairs.map((p) => p.on.rate / p.off.rate);
+  const cpus = pairs.map((p) => p.off.cpu / p.on.cpu);
+  const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
+  const all = (on: boolean) => pairs.map((p) => (on ? p.on : p.off));
   console.log(
-    table([
-      { run: 'tracking off (20-link html)', 'msgs/s (mean of 2)': Math.round(mean(false)), ratio: 1 },
-      {
-        run: 'tracking on (20-link html)',
-        'msgs/s (mean of 2)': Math.round(mean(true)),
-        ratio: mean(true) / mean(false),
-      },
-    ]),
+    table(
+      pairs.map((p, i) => ({
+        pair: i + 1,
+        'off msgs/s': Math.round(p.off.rate),
+        'on msgs/s': Math.round(p.on.rate),
+        'ratio on / off': p.on.rate / p.off.rate,
+        'CPU ms/msg off': p.off.cpu.toFixed(2),
+        'CPU ms/msg on': p.on.cpu.toFixed(2),
+        'CPU ratio off / on': p.off.cpu / p.on.cpu,
+      })),
+    ),
   );
-  console.log(`ratio tracking on / off (same run): ${(mean(true) / mean(false)).toFixed(3)}; target >= 0.9`);
+  const q = (xs: number[]) => `min ${Math.min(...xs).toFixed(3)}, max ${Math.max(...xs).toFixed(3)}`;
+  console.log(
+    `msgs/s: off mean ${Math.round(mean(all(false).map((r) => r.rate)))}, on mean ${Math.round(mean(all(true).map((r) => r.rate)))}; ratio of the means ${(mean(all(true).map((r) => r.rate)) / mean(all(false).map((r) => r.rate))).toFixed(3)}`,
+  );
+  console.log(
+    `median of ${pairs.length} per-pair ratios tracking on / off (same run): ${median(rates).toFixed(3)} (${q(rates)}); target >= 0.9`,
+  );
   // Worker + sink CPU per message, off / on: what throughput would be if CPU were the only limit.
   console.log(
-    `CPU per message (worker + sink, ms): off ${mean(false, cpu).toFixed(2)}, on ${mean(true, cpu).toFixed(2)}; ratio off / on: ${(mean(false, cpu) / mean(true, cpu)).toFixed(3)}`,
+    `median of per-pair CPU per message ratios off / on: ${median(cpus).toFixed(3)} (${q(cpus)}); CPU ms/msg medians off ${median(all(false).map((r) => r.cpu)).toFixed(2)}, on ${median(all(true).map((r) => r.cpu)).toFixed(2)}`,
+  );
+  console.log(
+    `${N} messages per round, ${pairs.length * 2} rounds + warm-up, ${((performance.now() - t0) / 1000).toFixed(0)} s`,
   );
 }
 
