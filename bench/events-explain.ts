@@ -4,13 +4,19 @@
  * tenants, 30 days, generated in SQL), with each query's p50/p99 over 200 runs. Shows which index
  * each filter uses (docs/operations.md "Events indexes"); an index no filter uses has no reason to
  * cost every accept a write.
+ *
+ * BENCH_EVENTS_DB=<url of a database filled by bench/events-partitions.ts with BENCH_KEEP_DB>: no
+ * generation; for each filter of that bench, the statements GET /v1/events issues (listEvents,
+ * with its widening windows) are captured and shown with EXPLAIN (ANALYZE, BUFFERS), and
+ * listEvents is timed end to end (p50/p99 over BENCH_RUNS runs, default 200).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery, type KyselyPlugin, type RootOperationNode, sql } from 'kysely';
+import { createHash } from 'node:crypto';
 import { type Database, migrateToLatest, openDatabase } from '../src/db/index.ts';
-import { type EventFilter, listEventsQuery } from '../src/modules/events/events.query.ts';
+import { type EventFilter, listEvents, listEventsQuery } from '../src/modules/events/events.query.ts';
 import { createDay } from '../src/modules/events/partitions.ts';
 import { freshPgDatabase } from './lib-pg.ts';
 
@@ -109,6 +115,81 @@ async function run(label: string, database: Database) {
   );
   console.log(`\nindexes on events: ${idx.rows.map((r) => r.name).join(', ')}`);
   await database.close();
+}
+
+/** EXPLAIN (ANALYZE, BUFFERS) of the statements listEvents issues, on a kept 10M database. */
+async function explainKept(url: string) {
+  const dirK = mkdtempSync(join(tmpdir(), 'postyard-events-'));
+  const database = openDatabase({ databaseUrl: url, dataDir: dirK, poolSize: 2 });
+  try {
+    const meta = await database.db.executeQuery<{ tenant: string; start: string }>(
+      CompiledQuery.raw('select tenant, start from bench_events_meta', []),
+    );
+    const tenant = meta.rows[0]?.tenant as string;
+    const start = Number(meta.rows[0]?.start);
+    const nodes: RootOperationNode[] = [];
+    const capture: KyselyPlugin = {
+      transformQuery: (args) => {
+        nodes.push(args.node);
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    };
+    const db = database.db.withPlugin(capture);
+    const uuidOf = (s: string) =>
+      createHash('md5')
+        .update(s)
+        .digest('hex')
+        .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+    const kept: Record<string, Partial<EventFilter>> = {
+      'newest page': {},
+      'type (common)': { types: ['message.delivered'] },
+      'type (rare)': { types: ['message.complained'] },
+      recipient: { recipient: 'r1240@example.com' },
+      transmission_id: { transmissionId: uuidOf('t1000') },
+      'tag (1 in 16)': { tag: 'blue' },
+      'tag (none of the tenant)': { tag: 'promo' },
+      'one hour window, 10 days ago': {
+        from: iso(start + 10 * DAY + 3_600_000),
+        to: iso(start + 10 * DAY + 7_200_000),
+      },
+    };
+    const runs = Number(process.env.BENCH_RUNS ?? 200);
+    const only = (process.env.BENCH_FILTERS ?? '').split(',').filter(Boolean);
+    for (const [name, partial] of Object.entries(kept)) {
+      if (only.length && !only.some((o) => name.startsWith(o))) continue;
+      const f: EventFilter = { limit: 50, types: [], ...partial };
+      nodes.length = 0;
+      const rows = await listEvents(db, tenant, f);
+      const statements = nodes.map((n) => db.getExecutor().compileQuery(n, { queryId: '' } as never));
+      const times: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        const t0 = performance.now();
+        await listEvents(database.db, tenant, f);
+        times.push(performance.now() - t0);
+      }
+      times.sort((a, b) => a - b);
+      const p = (x: number) => (times[Math.floor(times.length * x)] ?? 0).toFixed(2);
+      console.log(
+        `\n### ${name}: ${rows.length} rows, ${statements.length} statement(s); listEvents p50 ${p(0.5)} ms, p99 ${p(0.99)} ms`,
+      );
+      for (const st of statements) {
+        const plan = await database.db.executeQuery<{ 'QUERY PLAN': string }>(
+          CompiledQuery.raw(`explain (analyze, buffers) ${st.sql}`, [...st.parameters]),
+        );
+        console.log(`    -- ${JSON.stringify(st.parameters)}`);
+        console.log(plan.rows.map((r) => `    ${r['QUERY PLAN']}`).join('\n'));
+      }
+    }
+  } finally {
+    await database.close();
+    rmSync(dirK, { recursive: true, force: true });
+  }
+}
+
+if (process.env.BENCH_EVENTS_DB) {
+  await explainKept(process.env.BENCH_EVENTS_DB);
+  process.exit(0);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'postyard-events-'));

@@ -8,7 +8,13 @@
  *   one-day window, and whether the window's plan touches one partition;
  * - retention of one day: DROP of its partitions (dropExpiredPartitions) against a row DELETE of
  *   the next day (same size), in the same run.
+ * Each filter's row carries its ratio to GET /healthz measured by the same autocannon against the
+ * same process just before it (p99 / healthz p99, req/s / healthz req/s), so loaded runs compare.
  * Needs BENCH_DATABASE_URL (a fresh database is created next to it and dropped).
+ * BENCH_KEEP_DB=<name>: use (and keep) the database <name> next to it instead; the events are
+ * generated only when it holds none, so later runs skip the ~10 minutes of generation (drop it
+ * by hand at the end). The retention part, which removes two days, then runs only with
+ * BENCH_RETENTION=1. BENCH_FILTERS=tag,recipient runs only those filters.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -21,20 +27,24 @@ import { migrateToLatest, openDatabase } from '../src/db/index.ts';
 import { listEventsQuery } from '../src/modules/events/events.query.ts';
 import { createDay, dropExpiredPartitions, listDayPartitions } from '../src/modules/events/partitions.ts';
 import { freePort, machine, spawnNode, stop, table, waitHttp } from './lib.ts';
-import { freshPgDatabase } from './lib-pg.ts';
+import { freshPgDatabase, withPg } from './lib-pg.ts';
 
 const N = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? '';
 const DAY = 86_400_000;
 const TODAY = Math.floor(Date.now() / DAY) * DAY;
-const START = TODAY - 30 * DAY;
 const CHUNK = 1_000_000;
 const BIN = existsSync('bin/postyard-src.js') ? 'bin/postyard-src.js' : 'bin/postyard.js';
 if (!PG_URL) throw new Error('BENCH_DATABASE_URL is required');
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const fresh = await freshPgDatabase(PG_URL);
+/** Ends the run early (a kept database skips the retention part). */
+class Done extends Error {}
+const KEEP = process.env.BENCH_KEEP_DB ?? '';
+const RETENTION = KEEP ? process.env.BENCH_RETENTION === '1' : true;
+const ONLY = (process.env.BENCH_FILTERS ?? '').split(',').filter(Boolean);
+const fresh = KEEP ? await keptPgDatabase(PG_URL, KEEP) : await freshPgDatabase(PG_URL);
 const dir = mkdtempSync(join(tmpdir(), 'postyard-partitions-'));
 const env = {
   DATABASE_URL: fresh.url,
@@ -47,18 +57,32 @@ const database = openDatabase({ databaseUrl: fresh.url, dataDir: dir, poolSize: 
 const q = (text: string, params: unknown[] = []) => database.db.executeQuery(CompiledQuery.raw(text, params));
 try {
   await migrateToLatest(database);
-  const out = execFileSync(
-    process.execPath,
-    [BIN, 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
-    { env: { ...process.env, ...env } },
-  ).toString();
-  const { tenant_id: tenant, api_key: key } = JSON.parse(out) as { tenant_id: string; api_key: string };
+  await q(
+    'create table if not exists bench_events_meta (tenant text not null, key text not null, start bigint not null)',
+  );
+  const meta = (await q('select tenant, key, start from bench_events_meta')).rows[0] as
+    | { tenant: string; key: string; start: string }
+    | undefined;
+  let tenant: string;
+  let key: string;
+  let START = TODAY - 30 * DAY;
+  if (meta) {
+    ({ tenant, key } = meta);
+    START = Number(meta.start);
+  } else {
+    const out = execFileSync(
+      process.execPath,
+      [BIN, 'tenants', 'create', '--name', 'bench', '--from', 'Bench <bench@example.com>', '--json'],
+      { env: { ...process.env, ...env } },
+    ).toString();
+    ({ tenant_id: tenant, api_key: key } = JSON.parse(out) as { tenant_id: string; api_key: string });
+  }
   for (let d = START; d < TODAY; d += DAY) await createDay(database.db, d);
   console.log(`machine: ${machine()}; ${(await listDayPartitions(database.db)).length} day partitions`);
 
   const step = Math.floor((TODAY - START) / N);
   const t0 = performance.now();
-  for (let from = 1; from <= N; from += CHUNK) {
+  for (let from = 1; from <= (meta ? 0 : N); from += CHUNK) {
     const to = Math.min(N, from + CHUNK - 1);
     await q(
       `insert into events (tenant_id, id, type, created_at, transmission_id, message_id, recipient, mail_type, tags, metadata, data)
@@ -75,11 +99,19 @@ try {
     );
     console.log(`  ${to} events (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
   }
-  await q(
-    `insert into event_tags (tenant_id, tag, event_id) select tenant_id, 'promo', id from events where right(message_id, 1) = '7'`,
-  );
-  await q('analyze events');
-  await q('analyze event_tags');
+  if (!meta) {
+    await q(
+      `insert into event_tags (tenant_id, tag, event_id) select tenant_id, 'promo', id from events where right(message_id, 1) = '7'`,
+    );
+    // 'promo' tags none of the measured tenant's events (its message ids end in 0 or 5): a tag
+    // that matches nothing reads every day. 'blue' tags 1 in 16 events of every tenant.
+    await q(
+      `insert into event_tags (tenant_id, tag, event_id) select tenant_id, 'blue', id from events where right(id, 1) = '7'`,
+    );
+    await q('analyze events');
+    await q('analyze event_tags');
+    await q('insert into bench_events_meta (tenant, key, start) values ($1, $2, $3)', [tenant, key, START]);
+  }
   const genS = (performance.now() - t0) / 1000;
 
   // A one-day window's plan: the partitions it reads.
@@ -91,10 +123,25 @@ try {
   const planText = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
   const partitionsRead = new Set(planText.match(/events_p\d{8}/g) ?? []).size;
 
+  console.log(
+    `\n${N} events over 30 day partitions generated in ${genS.toFixed(0)} s${meta ? ' (kept database)' : ''}`,
+  );
+  console.log(`one-hour window plan reads ${partitionsRead} day partition(s):\n${planText}\n`);
   const port = await freePort();
-  const child = spawnNode([BIN, 'start', '--roles', 'api'], { ...env, POSTYARD_HTTP_PORT: String(port) });
+  // BENCH_CPU_PROF=<dir>: the API process writes a V8 CPU profile there when it stops.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
+  const child = spawnNode([...prof, BIN, 'start', '--roles', 'api'], { ...env, POSTYARD_HTTP_PORT: String(port) });
   const url = `http://127.0.0.1:${port}`;
   const rows: Record<string, string | number>[] = [];
+  const cannon = async (path: string) => {
+    const r = await autocannon({
+      url: `${url}${path}`,
+      connections: 8,
+      duration: DURATION,
+      headers: { authorization: `Bearer ${key}` },
+    });
+    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors };
+  };
   try {
     await waitHttp(`${url}/healthz`);
     const filters: Record<string, string> = {
@@ -107,29 +154,38 @@ try {
         .update('t1000')
         .digest('hex')
         .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')}`,
-      tag: 'tag=promo',
+      'tag (1 in 16)': 'tag=blue',
+      'tag (none of the tenant)': 'tag=promo',
       'one hour window, 10 days ago': `from=${encodeURIComponent(win.from)}&to=${encodeURIComponent(win.to)}`,
     };
+    // Warm-up: the first requests open the pool's connections and load the partitions' indexes.
+    await cannon('/v1/events?limit=50');
     for (const [name, query] of Object.entries(filters)) {
-      const r = await autocannon({
-        url: `${url}/v1/events?limit=50${query ? `&${query}` : ''}`,
-        connections: 8,
-        duration: DURATION,
-        headers: { authorization: `Bearer ${key}` },
-      });
+      if (ONLY.length && !ONLY.some((o) => name.startsWith(o))) continue;
+      // The same-run baseline, just before each filter: GET /healthz on the same process (Fastify,
+      // the hooks, JSON; no auth, no database), so a loaded machine shows up in both.
+      const base = await cannon('/healthz');
+      const r = await cannon(`/v1/events?limit=50${query ? `&${query}` : ''}`);
       rows.push({
         filter: name,
-        'req/s': Math.round(r.requests.average),
-        'p50 ms': r.latency.p50,
-        'p99 ms': r.latency.p99,
-        non2xx: r.non2xx + r.errors,
+        'req/s': Math.round(r.rps),
+        'p50 ms': r.p50,
+        'p99 ms': r.p99,
+        'healthz req/s': Math.round(base.rps),
+        'healthz p99': base.p99,
+        'p99 / healthz p99': Number((r.p99 / Math.max(base.p99, 1)).toFixed(1)),
+        'req/s / healthz': Number((r.rps / base.rps).toFixed(3)),
+        non2xx: r.bad,
       });
     }
   } finally {
     await stop(child);
   }
+  console.log(table(rows));
+  console.log(`uptime: ${execFileSync('uptime').toString().trim()}`);
 
   // Retention: the oldest day by DROP, the next day (same size) by row DELETE.
+  if (!RETENTION) throw new Done();
   const count = async (lo: number) =>
     Number(
       (
@@ -161,9 +217,6 @@ try {
   });
   const deleteMs = performance.now() - r0;
 
-  console.log(`\n${N} events over 30 day partitions generated in ${genS.toFixed(0)} s`);
-  console.log(`one-hour window plan reads ${partitionsRead} day partition(s):\n${planText}\n`);
-  console.log(table(rows));
   console.log(
     table([
       { retention: `drop day partition ${dropped.join(',')}`, rows: dropRows, ms: Math.round(dropMs) },
@@ -171,8 +224,22 @@ try {
     ]),
   );
   console.log('targets: events API p99 < 20 ms; a day dropped in < 1 s');
+} catch (e) {
+  if (!(e instanceof Done)) throw e;
 } finally {
   await database.close();
-  await fresh.drop();
+  if (!KEEP) await fresh.drop();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** The database `name` next to `url`, created if missing and never dropped here (BENCH_KEEP_DB). */
+async function keptPgDatabase(url: string, name: string) {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error('BENCH_KEEP_DB must be a plain lower-case name');
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  await withPg(url, async (c) => {
+    const { rows } = await c.query('select 1 from pg_database where datname = $1', [name]);
+    if (!rows.length) await c.query(`CREATE DATABASE ${name}`);
+  });
+  return { url: u.toString(), name, drop: async () => {} };
 }

@@ -1,4 +1,4 @@
-import { type Compilable, type SelectQueryBuilder, sql } from 'kysely';
+import { type Compilable, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { DB, EventsTable } from '../../db/schema.ts';
@@ -42,13 +42,36 @@ export function uuidFloor(ms: number): string {
 
 type EventsQuery = SelectQueryBuilder<DB, 'events', EventsTable>;
 
+/** The conditions on `events` of every filter but the tag, the cursor and listEvents' widening. */
+function narrow<Q extends EventsQuery>(
+  q: Q,
+  f: EventFilter,
+  types: string[] | undefined,
+  idCol: RawBuilder<string>,
+): Q {
+  let r = q as EventsQuery;
+  if (types?.length === 1) r = r.where('events.type', '=', types[0] as string);
+  else if (types && types.length > 1) r = r.where('events.type', 'in', types);
+  if (f.recipient !== undefined) r = r.where('events.recipient', '=', f.recipient);
+  if (f.transmissionId !== undefined) r = r.where('events.transmission_id', '=', f.transmissionId);
+  if (f.messageId !== undefined) r = r.where('events.message_id', '=', f.messageId);
+  if (f.from !== undefined) {
+    r = r.where('events.created_at', '>=', f.from).where(idCol, '>=', uuidFloor(Date.parse(f.from)));
+  }
+  if (f.to !== undefined) {
+    r = r.where('events.created_at', '<', f.to).where(idCol, '<', uuidFloor(Date.parse(f.to) + TO_SLACK_MS));
+  }
+  return r as Q;
+}
+
 /** One newest-first keyset query; `types` undefined = every type. */
 function filtered(db: Executor, tenantId: string, f: EventFilter, types: string[] | undefined): EventsQuery {
   // With a tag, the event_tags primary key (tenant_id, tag, event_id) drives the scan and its
   // event_id column carries the ordering and the keyset/time bounds, so the planner can walk that
   // index backwards and stop after `limit` rows.
   // SQLite keeps the table order of a CROSS JOIN (PostgreSQL plans it like any inner join):
-  // without it SQLite may walk all the tenant's events and sort them.
+  // without it SQLite may walk all the tenant's events and sort them. On PostgreSQL listEvents
+  // takes a tag through listTagged instead (the join cannot prune partitions).
   const idCol = f.tag ? sql.ref<string>('event_tags.event_id') : sql.ref<string>('events.id');
   let q = (
     f.tag
@@ -61,17 +84,7 @@ function filtered(db: Executor, tenantId: string, f: EventFilter, types: string[
           .where('event_tags.tag', '=', f.tag)
       : db.selectFrom('events').selectAll('events')
   ).where('events.tenant_id', '=', tenantId) as EventsQuery;
-  if (types?.length === 1) q = q.where('events.type', '=', types[0] as string);
-  else if (types && types.length > 1) q = q.where('events.type', 'in', types);
-  if (f.recipient !== undefined) q = q.where('events.recipient', '=', f.recipient);
-  if (f.transmissionId !== undefined) q = q.where('events.transmission_id', '=', f.transmissionId);
-  if (f.messageId !== undefined) q = q.where('events.message_id', '=', f.messageId);
-  if (f.from !== undefined) {
-    q = q.where('events.created_at', '>=', f.from).where(idCol, '>=', uuidFloor(Date.parse(f.from)));
-  }
-  if (f.to !== undefined) {
-    q = q.where('events.created_at', '<', f.to).where(idCol, '<', uuidFloor(Date.parse(f.to) + TO_SLACK_MS));
-  }
+  q = narrow(q, f, types, idCol);
   if (f.beforeId !== undefined) q = q.where(idCol, '<', f.beforeId);
   if (f.sinceMs !== undefined) {
     // The id bound alone decides (a suffix in id order, so keyset pages stay exact); the
@@ -111,10 +124,17 @@ export function listEventsQuery(
 const WIDENING_DAYS = [1, 7];
 
 export async function listEvents(db: Executor, tenantId: string, f: EventFilter): Promise<EventsTable[]> {
-  // PostgreSQL keeps a partition per day (migration 017): a page with no lower time bound would
-  // probe every day's index. Most pages are filled by the newest day or week (before the cursor),
-  // so try those first and read every day only when they hold less than a page.
-  if (isPostgres(db) && f.from === undefined) {
+  if (!isPostgres(db)) return listEventsQuery(db, tenantId, f).execute();
+  // PostgreSQL: a tag is looked up on its own first (listTagged), never joined across partitions.
+  if (f.tag) return listTagged(db, tenantId, f);
+  // A page with no lower time bound would plan and probe every day's index (one partition per
+  // day, migration 017). Most pages of an unselective filter are filled by the newest day or week
+  // (before the cursor), so try those first and read every day only when they hold less than a
+  // page. A recipient, transmission or message has few events: its index finds them in every
+  // day at once, and the narrower tries would only add statements (docs/benchmarks.md "Events at
+  // 10 million on PostgreSQL").
+  const selective = f.recipient !== undefined || f.transmissionId !== undefined || f.messageId !== undefined;
+  if (f.from === undefined && !selective) {
     const top = f.beforeId !== undefined ? uuidTimeMs(f.beforeId) : Date.now();
     const end = f.to !== undefined ? Math.min(top, Date.parse(f.to) + TO_SLACK_MS) : top;
     if (Number.isFinite(end)) {
@@ -125,6 +145,56 @@ export async function listEvents(db: Executor, tenantId: string, f: EventFilter)
     }
   }
   return listEventsQuery(db, tenantId, f).execute();
+}
+
+/** Tag ids read per step of listTagged when other filters may drop some of their events. */
+const TAG_BATCH_MAX = 5000;
+
+/**
+ * The tag filter on PostgreSQL, in two statements per step instead of one join. `event_tags` is
+ * partitioned by event id and `events` by created_at, so a join cannot prune `events` per tag
+ * row: its plan held every day of both tables (8-38 ms to plan at 10 million events) and each
+ * tag row probed every day's index. Instead: the newest tag rows (one table, its primary key
+ * backwards), then their events by id with a created_at range taken from the ids' UUIDv7 time
+ * (created_at is read just before the id is minted, TO_SLACK_MS), which prunes to the days the
+ * page covers. Other filters (type, recipient, ...) may drop events: then the next, bigger batch
+ * of tag rows, until the page is full or the tag has no more rows.
+ */
+async function listTagged(db: Executor, tenantId: string, f: EventFilter): Promise<EventsTable[]> {
+  const others =
+    f.types.length > 0 || f.recipient !== undefined || f.transmissionId !== undefined || f.messageId !== undefined;
+  const out: EventsTable[] = [];
+  let before = f.beforeId;
+  let batch = f.limit + 1;
+  for (;;) {
+    let t = db
+      .selectFrom('event_tags')
+      .select('event_id')
+      .where('tenant_id', '=', tenantId)
+      .where('tag', '=', f.tag as string);
+    if (f.from !== undefined) t = t.where('event_id', '>=', uuidFloor(Date.parse(f.from)));
+    if (f.to !== undefined) t = t.where('event_id', '<', uuidFloor(Date.parse(f.to) + TO_SLACK_MS));
+    if (before !== undefined) t = t.where('event_id', '<', before);
+    const ids = (await t.orderBy('event_id', 'desc').limit(batch).execute()).map((r) => r.event_id);
+    if (ids.length === 0) break;
+    const times = ids.map(uuidTimeMs).filter(Number.isFinite);
+    let q = db
+      .selectFrom('events')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where(sql<boolean>`id = any(${ids}::text[])`);
+    if (times.length === ids.length) {
+      q = q
+        .where('created_at', '>=', new Date(Math.min(...times) - TO_SLACK_MS).toISOString())
+        .where('created_at', '<=', new Date(Math.max(...times) + TO_SLACK_MS).toISOString());
+    }
+    q = narrow(q, f, f.types.length ? f.types : undefined, sql.ref<string>('events.id'));
+    out.push(...(await q.orderBy('id', 'desc').execute()));
+    if (out.length > f.limit || ids.length < batch) break;
+    before = ids[ids.length - 1];
+    if (others) batch = Math.min(batch * 4, TAG_BATCH_MAX);
+  }
+  return out.slice(0, f.limit + 1);
 }
 
 /** The millisecond time of a UUIDv7 text (NaN when it is not one). */
