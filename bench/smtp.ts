@@ -245,6 +245,14 @@ async function main() {
     ),
   );
   console.log('targets: >= 1500 messages/s accepted, ratio >= 0.4');
+  const lite = targets.find((t) => t.label === 'postyard sqlite');
+  const onPg = targets.find((t) => t.label === 'postyard postgres');
+  if (lite && onPg) {
+    // Issue 19: measured in the same alternating rounds, so the machine's load hits both alike.
+    console.log(
+      `PostgreSQL / SQLite messages/s: ${(rate(onPg) / rate(lite)).toFixed(2)} (target >= 0.8); server CPU per message: ${(onPg.cpuMs / lite.cpuMs || 0).toFixed(2)}x`,
+    );
+  }
   console.log(
     `load average after the run: ${loadavg()
       .map((l) => l.toFixed(1))

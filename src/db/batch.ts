@@ -74,10 +74,10 @@ async function insertWithBuilder<T extends keyof DB & string>(db: Executor, tabl
 
 /**
  * The rows a group-commit batch held back (src/db/deferred-inserts.ts), written in the order
- * given (parents before children). On PostgreSQL all tables go in one statement, an INSERT per
- * table in data-modifying WITH clauses: every statement is a round trip the batch waits for, and
- * the foreign keys are checked at the end of the statement, when all rows are in. SQLite (no
- * round trips) and batches past the parameter limit take one multi-row INSERT per table.
+ * given (parents before children). On PostgreSQL all tables go in one statement (see
+ * oneStatement): every statement is a round trip the batch waits for, and the foreign keys are
+ * checked at the end of the statement, when all rows are in. SQLite (no round trips) takes one
+ * multi-row INSERT per table.
  */
 export async function insertGroups(
   db: Executor,
@@ -85,7 +85,7 @@ export async function insertGroups(
   pace: Pacer,
 ): Promise<void> {
   const live = groups.filter((g) => g.rows.length > 0);
-  const one = live.length > 1 ? oneStatement(db, live) : null;
+  const one = await oneStatement(db, live, pace);
   if (one) {
     await runSql(db, one.sql, one.params);
     return;
@@ -95,15 +95,76 @@ export async function insertGroups(
 
 /**
  * PostgreSQL: the INSERTs of all `groups` as one statement (data-modifying WITH clauses), or
- * null when that is not possible (SQLite, rows that are not uniform, past the parameter limit).
- * One statement is atomic on its own, in a transaction or not.
+ * null when that is not possible (SQLite, rows that are not uniform). One statement is atomic
+ * on its own, in a transaction or not.
+ *
+ * Each table's rows go as one JSON parameter expanded by json_populate_recordset (typed by the
+ * table's own row type), not as a VALUES list with a parameter per cell: the statement's text
+ * then depends only on the tables and columns, not on the row count, so the server parses and
+ * plans a short text instead of one with thousands of placeholders, the client serializes the
+ * rows with one native JSON.stringify instead of a parameter each, and a 10,000-recipient
+ * transmission (30,000 rows) is one statement instead of ~60 of 500 rows in a transaction
+ * (issue 19). Rows holding anything but strings, finite numbers, booleans and null (a Buffer, a
+ * Date), or text JSON cannot carry to PostgreSQL unchanged (a lone UTF-16 surrogate, which the
+ * parameter path sends as U+FFFD), take the VALUES form, within the parameter limit.
  */
-export function oneStatement(
+export async function oneStatement(
   db: Executor,
   groups: { table: string; rows: Record<string, unknown>[] }[],
-): { sql: string; params: unknown[] } | null {
+  pace?: Pacer,
+): Promise<{ sql: string; params: unknown[] } | null> {
   const live = groups.filter((g) => g.rows.length > 0);
   if (live.length === 0 || !isPostgres(db)) return null;
+  const shape: string[] = [];
+  for (const g of live) {
+    const cols = uniformColumns(g.rows, jsonSafe);
+    if (!cols) return valuesStatement(db, live);
+    shape.push(`${g.table}:${cols.join(',')}`);
+  }
+  const params: string[] = [];
+  for (const g of live) {
+    const json = await stringifyRows(g.rows, pace);
+    if (LONE_SURROGATE.test(json)) return valuesStatement(db, live);
+    params.push(json);
+  }
+  return { sql: insertJsonSql(db, shape.join(';')), params };
+}
+
+/** The first row's columns if every row has exactly them, each value passing `ok`; else null. */
+function uniformColumns(rows: Record<string, unknown>[], ok: (v: unknown) => boolean): string[] | null {
+  const cols = Object.keys(rows[0] as object);
+  for (const row of rows) {
+    if (Object.keys(row).length !== cols.length) return null;
+    for (const c of cols) if (!ok(row[c])) return null;
+  }
+  return cols;
+}
+
+function jsonSafe(v: unknown): boolean {
+  return v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+}
+
+/** JSON.stringify writes a lone surrogate as a lowercase escape; PostgreSQL's json refuses it as text. */
+const LONE_SURROGATE = /\\ud[89a-f]/;
+
+/** Rows per JSON.stringify call when paced: a few ms each, so the event loop gets turns between them. */
+const JSON_CHUNK = 1000;
+
+async function stringifyRows(rows: Record<string, unknown>[], pace?: Pacer): Promise<string> {
+  if (!pace || rows.length <= JSON_CHUNK) return JSON.stringify(rows);
+  const parts: string[] = [];
+  for (let i = 0; i < rows.length; i += JSON_CHUNK) {
+    if (i > 0) await pace.tick();
+    parts.push(JSON.stringify(rows.slice(i, i + JSON_CHUNK)).slice(1, -1));
+  }
+  return `[${parts.join(',')}]`;
+}
+
+/** The VALUES form of oneStatement: a parameter per cell, null past the parameter limit. */
+function valuesStatement(
+  db: Executor,
+  live: { table: string; rows: Record<string, unknown>[] }[],
+): { sql: string; params: unknown[] } | null {
   const params: unknown[] = [];
   const shape: string[] = [];
   for (const g of live) {
@@ -121,6 +182,19 @@ export function oneStatement(
   }
   return { sql: insertAllSql(db, shape.join(';')), params };
 }
+
+/** `with t0 as (insert ... select ... from json_populate_recordset(...)), ... select 1` for "table:cols;..." (PostgreSQL). */
+const insertJsonSql = shapedSql(500, (param, _dialect, shape: string) => {
+  const parts = shape.split(';').map((part, i) => {
+    const [table, colList] = part.split(':') as [string, string];
+    const cols = colList
+      .split(',')
+      .map((c) => `"${c}"`)
+      .join(', ');
+    return `t${i} as (insert into "${table}" (${cols}) select ${cols} from json_populate_recordset(null::"${table}", ${param(i + 1)}::json))`;
+  });
+  return `with ${parts.join(', ')} select 1`;
+});
 
 /** `with t0 as (insert ...), t1 as (insert ...) select 1` for a shape "table:cols:rows;..." (PostgreSQL). */
 const insertAllSql = shapedSql(500, (param, _dialect, shape: string) => {

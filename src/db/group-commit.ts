@@ -232,7 +232,7 @@ export class GroupCommit {
       }
       const groups = buffer.drain().filter((g) => g.rows.length > 0);
       if (groups.length === 0) return out;
-      const one = oneStatement(conn, groups);
+      const one = await oneStatement(conn, groups, new Pacer());
       if (one) {
         try {
           await runSql(conn, one.sql, one.params);

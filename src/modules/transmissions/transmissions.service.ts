@@ -12,7 +12,7 @@ import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import { insertTransmissionLinks } from '../tracking/links.ts';
-import { resolveTracking } from '../tracking/settings.ts';
+import { BUILT_IN, resolveTracking } from '../tracking/settings.ts';
 import {
   findMessage,
   findTransmission,
@@ -132,7 +132,13 @@ export class TransmissionsService {
       await pace.tick();
     }
 
-    const tracking = resolveTracking(await this.trackingDefaults.get(trx, tenantId), input.mailType, input.options);
+    // The tenant's defaults only fill what the transmission leaves open (SMTP submissions set both).
+    const given = input.options;
+    const defaults =
+      given.open_tracking === undefined || given.click_tracking === undefined
+        ? await this.trackingDefaults.get(trx, tenantId)
+        : BUILT_IN;
+    const tracking = resolveTracking(defaults, input.mailType, given);
     await insertTransmission(trx, {
       tenant_id: tenantId,
       id: transmissionId,
