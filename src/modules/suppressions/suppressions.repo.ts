@@ -1,5 +1,5 @@
 import { coalesced } from '../../db/coalesce.ts';
-import { dialectSql, runSql, shapedSql } from '../../db/dialect.ts';
+import { dialectSql, isPostgres, runSql, shapedSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { SuppressionsTable } from '../../db/schema.ts';
 import { newIds } from './batch-ids.ts';
@@ -267,6 +267,12 @@ async function findNow(
   emails: readonly string[],
   domains: readonly string[],
 ): Promise<{ emailRows: Match[]; domainRows: Match[] }> {
+  if (isPostgres(db) && emails.length > 0 && domains.length > 0) {
+    // PostgreSQL: the addresses and domains as two array parameters, one statement whatever their
+    // number (a 10,000-recipient transmission asked 11 IN-lists of 1,000, one round trip each).
+    const rows = await runSql<Match & { type: string }>(db, FIND_BOTH_PG, [tenantId, emails, domains]);
+    return { emailRows: rows.filter((r) => r.type === 'email'), domainRows: rows.filter((r) => r.type === 'domain') };
+  }
   if (emails.length > IN_CHUNK || domains.length > IN_CHUNK || emails.length === 0 || domains.length === 0) {
     return {
       emailRows: await findByIdentifiers(db, tenantId, 'email', emails),
@@ -281,6 +287,10 @@ async function findNow(
   ]);
   return { emailRows: rows.filter((r) => r.type === 'email'), domainRows: rows.filter((r) => r.type === 'domain') };
 }
+
+const FIND_BOTH_PG =
+  `select "id", "identifier", "reason_category", "scope", "type" from "suppressions" where "tenant_id" = $1 and "type" = 'email' and "identifier" = any($2::text[]) ` +
+  `union all select "id", "identifier", "reason_category", "scope", "type" from "suppressions" where "tenant_id" = $1 and "type" = 'domain' and "identifier" = any($3::text[])`;
 
 const findBothSql = shapedSql(1000, (param, _dialect, e: number, d: number) => {
   const cols = `"id", "identifier", "reason_category", "scope", "type"`;
