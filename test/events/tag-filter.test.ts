@@ -98,6 +98,8 @@ beforeAll(async () => {
   // the previous day's partition, and its tag row in the id's day.
   await eventAt(days[1]! + 10_000, 'message.delivered', ['rare', 'bulk'], 30_000);
   await eventAt(today - 5 * DAY, 'message.accepted', ['other']);
+  // Within the last day: a page of these comes from the newest day's tag rows alone.
+  for (let i = 0; i < 5; i++) await eventAt(now - 3_600_000 + i * 1000, 'message.accepted', ['fresh', 'bulk']);
 });
 afterAll(async () => {
   await ctx?.close();
@@ -106,7 +108,8 @@ afterAll(async () => {
 it('pages through exactly the events of a tag, alone and with a type that drops most of its rows', async () => {
   expect(await pages({ tag: 'bulk' }, 7)).toEqual(expected((e) => e.tags.includes('bulk')));
   expect(await pages({ tag: 'rare' }, 2)).toEqual(expected((e) => e.tags.includes('rare')));
-  // 10 delivered among 122 'bulk' rows: listTagged reads several batches of tag rows per page.
+  expect(await pages({ tag: 'fresh' }, 2)).toEqual(expected((e) => e.tags.includes('fresh')));
+  // 10 delivered among 127 'bulk' rows: listTagged reads several batches of tag rows per page.
   const delivered = expected((e) => e.tags.includes('bulk') && e.type === 'message.delivered');
   expect(delivered).toHaveLength(10);
   expect(await pages({ tag: 'bulk', type: 'message.delivered' }, 3)).toEqual(delivered);

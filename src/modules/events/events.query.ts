@@ -166,16 +166,27 @@ async function listTagged(db: Executor, tenantId: string, f: EventFilter): Promi
   const out: EventsTable[] = [];
   let before = f.beforeId;
   let batch = f.limit + 1;
-  for (;;) {
+  const tagIds = async (sinceMs?: number) => {
     let t = db
       .selectFrom('event_tags')
       .select('event_id')
       .where('tenant_id', '=', tenantId)
       .where('tag', '=', f.tag as string);
     if (f.from !== undefined) t = t.where('event_id', '>=', uuidFloor(Date.parse(f.from)));
+    if (sinceMs !== undefined) t = t.where('event_id', '>=', uuidFloor(sinceMs));
     if (f.to !== undefined) t = t.where('event_id', '<', uuidFloor(Date.parse(f.to) + TO_SLACK_MS));
     if (before !== undefined) t = t.where('event_id', '<', before);
-    const ids = (await t.orderBy('event_id', 'desc').limit(batch).execute()).map((r) => r.event_id);
+    return (await t.orderBy('event_id', 'desc').limit(batch).execute()).map((r) => r.event_id);
+  };
+  // Without `from`, the newest day (before the cursor) first: a common tag fills the batch
+  // there, planning over one day's partitions instead of all of them (as listEvents widens).
+  const top = before !== undefined ? uuidTimeMs(before) : Date.now();
+  const end = f.to !== undefined ? Math.min(top, Date.parse(f.to) + TO_SLACK_MS) : top;
+  let newestDay = f.from === undefined && Number.isFinite(end);
+  for (;;) {
+    let ids = newestDay ? await tagIds(end - 86_400_000) : [];
+    if (ids.length < batch) ids = await tagIds();
+    newestDay = false;
     if (ids.length === 0) break;
     const times = ids.map(uuidTimeMs).filter(Number.isFinite);
     let q = db
