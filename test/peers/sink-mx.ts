@@ -65,8 +65,8 @@ export interface SinkMessage {
 export interface SinkMxOptions {
   /** Port to listen on; default 0 (random free port). */
   port?: number;
-  /** Scripted replies; default: accept everything. */
-  script?: (ctx: SinkScriptContext) => SinkReply;
+  /** Scripted replies; default: accept everything. A promise holds the reply until it settles. */
+  script?: (ctx: SinkScriptContext) => SinkReply | Promise<SinkReply>;
   /** Offer STARTTLS (true, default), don't (false), or offer a handshake that always fails. */
   tls?: boolean | 'broken';
   /** Advertised SIZE limit in bytes; default 0 (not advertised). */
@@ -126,7 +126,17 @@ export async function startSinkMx(options: SinkMxOptions = {}): Promise<SinkMx> 
     sockets.get(session.remotePort)?.destroy();
   };
 
-  const act = (reply: SinkReply, session: SMTPServerSession, done: (err?: Error) => void, ok: () => void) => {
+  const act = (
+    answer: SinkReply | Promise<SinkReply>,
+    session: SMTPServerSession,
+    done: (err?: Error) => void,
+    ok: () => void,
+  ) => {
+    if (answer instanceof Promise) {
+      void answer.then((reply) => act(reply, session, done, ok));
+      return;
+    }
+    const reply = answer;
     if (reply === 'accept') return ok();
     if (reply === 'drop') return dropConnection(session);
     if (reply === 'hang') return; // never answer: the client's timeout must fire

@@ -91,6 +91,8 @@ export interface DomainQueue {
   opening?: boolean;
   /** A slot request again soon: the site's slots were all held by other nodes. */
   retry?: NodeJS.Timeout | undefined;
+  /** Since when it has asked in vain for a slot that other nodes hold (pacing/slot-wait.ts). */
+  slotWaitSince?: number | undefined;
 }
 
 export const contextOf = (job: Job): OutcomeContext => ({

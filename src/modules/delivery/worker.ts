@@ -1,12 +1,14 @@
 import type { MessagesTable } from '../../db/schema.ts';
 import { isPostgres } from '../../db/dialect.ts';
-import { type Destination, destinationOf, queueKey } from '../ip-pools/source-picker.ts';
+import { destinationOf, queueKey } from '../ip-pools/source-picker.ts';
 import { type ConnectionSlots, DatabaseSlots, LocalSlots } from '../pacing/connection-slots.ts';
-import { attemptRecord, deferral, routeFailureOutcome } from './attempt-outcome.ts';
+import { SLOT_RETRY_MS, SlotWaits } from '../pacing/slot-wait.ts';
+import { deferral, routeFailureOutcome } from './attempt-outcome.ts';
 import { type Route, routeFamilies, routeFor } from './destination.ts';
 import { FairClaimer } from './fair-claim.ts';
 import { FairQueue } from './fair-queue.ts';
 import { type LaneHost, runLane } from './lane.ts';
+import { type MoveOffHost, moveOff } from './move-off.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
 import type { Outcome } from './outcomes.ts';
 import { releaseMessages } from './queue.repo.ts';
@@ -23,15 +25,12 @@ import {
 
 export type { DeliveryWorkerOptions } from './worker-types.ts';
 
-/** How soon a queue whose site's connection slots are all held by other nodes asks again. */
-const SLOT_RETRY_MS = 500;
-
 /**
  * The delivery worker: claims due messages with a lease, sorts them into ready queues per
  * recipient domain, and drains each queue over reused SMTP sessions ("lanes") within the
  * per-site connection limits of the shaping table. Outcomes are recorded in batches.
  */
-export class DeliveryWorker implements LaneHost {
+export class DeliveryWorker implements LaneHost, MoveOffHost {
   private running = false;
   private loop: Promise<void> | null = null;
   private inflight = 0;
@@ -53,6 +52,8 @@ export class DeliveryWorker implements LaneHost {
    * (withoutHeld), or the message would be sent, and reported, twice.
    */
   private readonly held = new Map<string, MessagesTable>();
+  /** Queues waiting for slots other nodes hold: when their messages go back (slot-wait.ts). */
+  private readonly slotWaits: SlotWaits;
   private wake: (() => void) | null = null;
   readonly o: ResolvedWorkerOptions;
 
@@ -72,6 +73,7 @@ export class DeliveryWorker implements LaneHost {
     this.slots = isPostgres(this.o.database)
       ? new DatabaseSlots(this.o.database, this.o.workerId, this.o.logger)
       : new LocalSlots();
+    this.slotWaits = new SlotWaits(this.o.pollMs);
     this.transmissions = new TransmissionCache(() => this.o.database.db, this.o.tracking);
     this.outcomes = new OutcomeBuffer({
       database: this.o.database,
@@ -133,7 +135,7 @@ export class DeliveryWorker implements LaneHost {
         try {
           const n = Math.min(this.o.batchSize, this.o.maxInflight - this.inflight);
           claimed = this.withoutHeld(
-            await this.claimer.claim(this.o.database, this.o.workerId, n, this.o.leaseMs, this.fullTenants()),
+            await this.claimer.claim(this.o.database, this.o.workerId, n, this.o.leaseMs, this.skippedTenants()),
           );
           // Warmup-capped messages are put back due when a slot opens (not counted as attempts).
           if (this.o.sources) claimed = await this.o.sources.assign(claimed);
@@ -171,7 +173,7 @@ export class DeliveryWorker implements LaneHost {
     return fresh;
   }
 
-  private async dispatch(claimed: MessagesTable[]): Promise<void> {
+  async dispatch(claimed: MessagesTable[]): Promise<void> {
     for (const msg of claimed) this.held.set(msg.id, msg);
     await this.transmissions.prefetch(claimed);
     const now = Date.now();
@@ -226,7 +228,7 @@ export class DeliveryWorker implements LaneHost {
       // Off an address suspended for the site, or of a family the MX hosts lack (IP pools).
       const to = q.source && this.o.sources ? { site: r.route.site, families: routeFamilies(r.route) } : null;
       if (to && q.source && !this.o.sources?.usableFor(to, q.source)) {
-        void this.moveOff(q.jobs.drain(), to, q.source, r.route);
+        void moveOff(this, q.jobs.drain(), to, q.source, r.route);
         return;
       }
       void this.openLanes(domain, q, r.route);
@@ -252,10 +254,23 @@ export class DeliveryWorker implements LaneHost {
         const slots = route.relay ? this.relaySlots : this.slots;
         const lease = await slots.acquire(lim.slot, lim.limits.maxConnections);
         if (!lease) {
-          // Held by other nodes: none of this node's lanes ending will say when one is free.
+          // Held by other nodes: none of this node's lanes ending will say when one is free. With
+          // none here and none coming for a while, the messages go back for a node that has one.
+          if (slots.heldHere(lim.slot) === 0 && q.lanes === 0) {
+            const now = Date.now();
+            q.slotWaitSince ??= now;
+            if (now - q.slotWaitSince >= this.slotWaits.patience(lim.slot, now)) {
+              await this.handBack(q, lim.slot);
+              // Claimed meanwhile: they wait their own turn.
+              if (q.jobs.length > 0) this.retryLater(domain, q);
+              return;
+            }
+          }
           if (slots.heldHere(lim.slot) < lim.limits.maxConnections) this.retryLater(domain, q);
           return;
         }
+        q.slotWaitSince = undefined;
+        this.slotWaits.acquired(lim.slot);
         if (!this.running) {
           slots.release(lease);
           return;
@@ -292,6 +307,21 @@ export class DeliveryWorker implements LaneHost {
     q.retry.unref();
   }
 
+  /**
+   * Every slot of `bucket` is other nodes' and none came free within the queue's patience: its
+   * messages go back, due now and no attempt counted, for the nodes sending there (slot-wait.ts).
+   */
+  private async handBack(q: DomainQueue, bucket: string): Promise<void> {
+    const jobs = q.jobs.drain();
+    q.slotWaitSince = undefined;
+    this.slotWaits.handedBack(bucket, new Set(jobs.map((j) => j.tenant)));
+    this.o.logger.info(
+      { bucket, messages: jobs.length },
+      'pacing: connection slots held by other nodes; messages handed back to the queue',
+    );
+    await this.release(jobs);
+  }
+
   private routeFailure(job: Job, r: Parameters<typeof routeFailureOutcome>[1]) {
     this.complete(routeFailureOutcome(contextOf(job), r, Date.now()));
   }
@@ -321,10 +351,15 @@ export class DeliveryWorker implements LaneHost {
     await releaseMessages(this.o.database, this.o.workerId, ids, atMs).catch((err) =>
       this.o.logger.error({ err }, 'releasing messages failed'),
     );
-    this.inflight -= jobs.length;
-    for (const j of jobs) {
-      this.settled(j.msg.tenant_id, 1);
-      this.held.delete(j.msg.id);
+    this.forget(jobs.map((j) => j.msg));
+  }
+
+  /** Messages that went back to the queue: no longer in flight or held here. */
+  forget(msgs: readonly MessagesTable[]): void {
+    this.inflight -= msgs.length;
+    for (const m of msgs) {
+      this.settled(m.tenant_id, 1);
+      this.held.delete(m.id);
     }
   }
 
@@ -338,44 +373,12 @@ export class DeliveryWorker implements LaneHost {
    * Tenants holding their share of this worker's capacity: the claim passes them over, so the
    * rest stays free for the others' mail (one tenant's backlog never fills the worker).
    */
-  private fullTenants(): Set<string> {
+  private skippedTenants(): Set<string> {
     const cap = Math.max(1, Math.floor(this.o.maxInflight * TENANT_SHARE));
     const full = new Set<string>();
     for (const [t, n] of this.byTenant) if (n >= cap) full.add(t);
-    return full;
-  }
-
-  /** Jobs queued on a source address that cannot send to `to`: another address, or back in the queue. */
-  private async moveOff(jobs: Job[], to: Destination, from: string, route: Route): Promise<void> {
-    if (jobs.length === 0 || !this.o.sources) return;
-    const { ready, waiting } = await this.o.sources.moveOff(
-      jobs.map((j) => j.msg),
-      to,
-    );
-    this.inflight -= waiting.length;
-    for (const m of waiting) {
-      this.settled(m.tenant_id, 1);
-      this.held.delete(m.id);
-    }
-    // Kept on `from`: no address of theirs reaches the MX hosts' families. Queued again they would
-    // come straight back here, so the attempt is deferred with the reason (the retry schedule runs).
-    const byId = new Map(jobs.map((j) => [j.msg.id, j]));
-    const moved = ready.filter((m) => m.source_address !== from);
-    const response = `no address of ${route.hosts.map((h) => h.host).join(', ')} is of the family of the source address ${from}`;
-    const failure = {
-      ok: false as const,
-      permanent: false,
-      response,
-      tls: false,
-      transcript: [],
-      stage: 'connect' as const,
-    };
-    const attempt = attemptRecord(new Date().toISOString(), failure, route.hosts[0]?.host ?? null, null, route);
-    for (const m of ready) {
-      const job = byId.get(m.id);
-      if (m.source_address === from && job) this.defer(job, attempt, response);
-    }
-    await this.dispatch(moved);
+    // And for a moment the tenants whose mail this node handed back to nodes holding slots.
+    return this.slotWaits.addSkipped(full);
   }
 
   complete(o: Outcome): void {
