@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { CONNECTION_LEASE_MS, CONNECTION_RENEW_MS } from '../../src/modules/pacing/connection-slots.ts';
@@ -18,6 +15,7 @@ import { killChildren, SPAWN_TEST_TIMEOUT_MS } from '../helpers/server-process.t
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
 import { sampleClaims } from './claim-sampler.ts';
+import { writePacingFile } from './pacing-file.ts';
 
 /**
  * max_connections per site x source address holds across nodes (docs/pacing.md "Connections across
@@ -69,9 +67,7 @@ beforeAll(async () => {
     'mx.warm.test': { A: ['127.0.0.1'] },
     ...signing.zone,
   });
-  const dir = mkdtempSync(join(tmpdir(), 'postyard-conns-'));
-  const file = join(dir, 'pacing.yaml');
-  writeFileSync(file, PACING_FILE);
+  const file = writePacingFile(PACING_FILE);
   ctx = await createTestContext({
     env: {
       POSTYARD_DNS_SERVERS: dnsServer.address,

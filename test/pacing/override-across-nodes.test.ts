@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import {
@@ -14,6 +11,7 @@ import {
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
 import { type Destination, startDestination } from '../helpers/destination.ts';
 import { sampleClaims } from './claim-sampler.ts';
+import { writePacingFile } from './pacing-file.ts';
 
 /**
  * A tenant's max_connections override (PUT /v1/pacing/sites/{site}) holds for all nodes together
@@ -47,9 +45,7 @@ const signing = testSigningKey();
 beforeAll(async () => {
   // Sessions stay open long enough to overlap.
   destination = await startDestination({ signing, sink: { dataDelayMs: 15 } });
-  const dir = mkdtempSync(join(tmpdir(), 'postyard-override-nodes-'));
-  const file = join(dir, 'pacing.yaml');
-  writeFileSync(file, PACING_FILE);
+  const file = writePacingFile(PACING_FILE);
   node1 = await createTestContext({
     env: {
       ...destination.env,

@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import {
@@ -14,6 +11,7 @@ import {
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
+import { writePacingFile } from './pacing-file.ts';
 
 /**
  * Pacing end to end (docs/pacing.md) against a sink MX on loopback: a per-minute limit holds as
@@ -71,9 +69,7 @@ beforeAll(async () => {
     'mta5.am0.yahoodns.test': { A: ['127.0.0.1'] },
     ...signing.zone,
   });
-  const dir = mkdtempSync(join(tmpdir(), 'postyard-pacing-'));
-  const file = join(dir, 'pacing.yaml');
-  writeFileSync(file, PACING_FILE);
+  const file = writePacingFile(PACING_FILE);
   ctx = await createTestContext({
     env: {
       POSTYARD_DNS_SERVERS: dnsServer.address,

@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import {
@@ -13,6 +10,7 @@ import {
 } from '../helpers/context.ts';
 import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
 import { type Destination, startDestination } from '../helpers/destination.ts';
+import { writePacingFile } from './pacing-file.ts';
 
 /**
  * Mail claimed by a node that gets no connection slot goes back to the queue for the node that
@@ -58,9 +56,7 @@ beforeAll(async () => {
         stage === 'data' ? gate.then(() => new Promise((r) => setTimeout(() => r('accept' as const), 150))) : 'accept',
     },
   });
-  const dir = mkdtempSync(join(tmpdir(), 'postyard-handback-'));
-  const file = join(dir, 'pacing.yaml');
-  writeFileSync(file, PACING_FILE);
+  const file = writePacingFile(PACING_FILE);
   node1 = await createTestContext({
     env: { ...destination.env, POSTYARD_EHLO_NAME: 'node1.postyard.test', POSTYARD_PACING_FILE: file },
   });
