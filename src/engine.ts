@@ -4,6 +4,12 @@ import type { Container } from './container.ts';
 export interface Stoppable {
   name: string;
   stop(): Promise<void>;
+  /**
+   * Resolves when the engine is warm (threads started, connections open). The node listens for
+   * requests only after every engine's warm-up: a node that answers /readyz at full speed from
+   * its first request, not after a burst of start-up latency (docs/operations.md "Start-up").
+   */
+  warm?(): Promise<void>;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Role } from './config.ts';
 import { type Container, every } from './container.ts';
 import type { StartEngine, Stoppable } from './engine.ts';
-import { buildApp } from './http/app.ts';
+import { buildApp, warmRouteSchemas } from './http/app.ts';
 import { NodeMembership } from './jobs/node-registry.ts';
 import { start as startDelivery } from './modules/delivery/engine.ts';
 import { start as startEventRetention } from './modules/events/engine.ts';
@@ -24,8 +24,13 @@ const WORKER_ENGINES: readonly StartEngine[] = [
 
 async function startApi(c: Container): Promise<Stoppable> {
   const app = await buildApp(c);
+  await app.ready();
+  const schemas = warmRouteSchemas(app);
   await app.listen({ port: c.config.httpPort, host: c.config.httpHost });
-  c.logger.info({ url: `http://${c.config.httpHost}:${c.config.httpPort}` }, 'HTTP API listening');
+  c.logger.info(
+    { url: `http://${c.config.httpHost}:${c.config.httpPort}`, warmSchemas: schemas },
+    'HTTP API listening',
+  );
   every(c, 5_000, 'flush-api-key-last-used', () => c.apiKeys.flushLastUsed());
   return { name: 'api', stop: () => app.close() };
 }
@@ -69,6 +74,19 @@ async function joinNodes(c: Container): Promise<NodeMembership> {
   return membership;
 }
 
+/**
+ * Before the node takes SMTP or HTTP requests: the database pool's connections are opened and the
+ * engines' threads started, so a node that becomes ready under load answers at full speed from
+ * its first request (docs/operations.md "Start-up"). A warm-up failure is logged, not fatal: the
+ * same work then happens on first use, as it did before warm-ups existed.
+ */
+async function warmUp(c: Container, engines: readonly Stoppable[]): Promise<void> {
+  const started = Date.now();
+  const results = await Promise.allSettled([c.database.warm(), ...engines.map((e) => e.warm?.())]);
+  for (const r of results) if (r.status === 'rejected') c.logger.warn({ err: r.reason }, 'warm-up step failed');
+  c.logger.info({ ms: Date.now() - started }, 'warmed up');
+}
+
 /** Starts `roles`; the last entry is the node membership, to be stopped after every role. */
 export async function startRoles(c: Container, roles: readonly Role[]): Promise<Stoppable[]> {
   const membership = await joinNodes(c);
@@ -76,6 +94,7 @@ export async function startRoles(c: Container, roles: readonly Role[]): Promise<
   if (roles.includes('worker')) {
     for (const start of WORKER_ENGINES) running.push(start(c));
   }
+  await warmUp(c, running);
   if (roles.includes('smtp')) {
     const smtp = await startSmtpServer(c);
     running.push({ name: 'smtp', stop: () => smtp.close() });

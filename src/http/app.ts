@@ -9,7 +9,7 @@ import { AppError } from '../lib/errors.ts';
 import { FEATURE_MODULES } from '../modules/index.ts';
 import { installErrorHandler, sendError } from './error-handler.ts';
 import type { RouteModule } from './route-module.ts';
-import { lazySerializerFactory, lazyValidator } from './lazy-schemas.ts';
+import { lazySerializerFactory, lazyValidator, SchemaWarmers } from './lazy-schemas.ts';
 import { installInputGuard } from './input-guard.ts';
 import { httpServerOptions } from './server-options.ts';
 import { installAuth } from './plugins/auth.ts';
@@ -38,8 +38,23 @@ function makeAjv(coerce: boolean) {
   return ajv;
 }
 
+/**
+ * The routes a sending node answers most (send, then poll events and look up messages): their
+ * schemas are compiled before the node listens (warmRouteSchemas), every other route's on its
+ * first request (lazy-schemas.ts).
+ */
+export const HOT_ROUTES = ['POST /v1/transmissions', 'GET /v1/events', 'GET /v1/messages/:id'] as const;
+
+const schemaWarmers = new WeakMap<App, SchemaWarmers>();
+
+/** Compiles the routes' schemas now (before listen); returns how many schemas there were. */
+export function warmRouteSchemas(app: App, routes: readonly string[] = HOT_ROUTES): number {
+  return schemaWarmers.get(app)?.compile(routes) ?? 0;
+}
+
 /** Builds the HTTP app without listening (tests use inject; main.ts listens). */
 export async function buildApp(c: Container, extraModules: RouteModule[] = []): Promise<App> {
+  const warmers = new SchemaWarmers();
   const app = Fastify({
     loggerInstance: c.logger as FastifyBaseLogger,
     // One log line per request, written by our onResponse hook (with tenant and timing).
@@ -50,7 +65,7 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     // Timeouts for slow clients, contract answers for malformed requests (server-options.ts).
     ...httpServerOptions(c.config),
     // Response serializers are compiled on a route's first answer, not at start (lazy-schemas.ts).
-    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory(warmers) } },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     // While closing: idle connections are cut at once, requests in flight finish, requests on
@@ -70,11 +85,15 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
   // Made on the first request that needs one (a new Ajv compiles its meta-schemas: start-up time).
   let bodyAjv: Ajv | undefined;
   let queryAjv: Ajv | undefined;
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    lazyValidator(() =>
-      httpPart === 'body'
-        ? (bodyAjv ??= makeAjv(false)).compile(schema as object)
-        : (queryAjv ??= makeAjv(true)).compile(schema as object),
+  schemaWarmers.set(app, warmers);
+  app.setValidatorCompiler(({ schema, httpPart, method, url }) =>
+    lazyValidator(
+      () =>
+        httpPart === 'body'
+          ? (bodyAjv ??= makeAjv(false)).compile(schema as object)
+          : (queryAjv ??= makeAjv(true)).compile(schema as object),
+      warmers,
+      `${method} ${url}`,
     ),
   );
 

@@ -70,5 +70,5 @@ export function createDeliveryWorker(
 export function start(c: Container): Stoppable {
   const worker = createDeliveryWorker(c, c.node.holder);
   worker.start();
-  return { name: 'delivery', stop: () => worker.stop() };
+  return { name: 'delivery', stop: () => worker.stop(), warm: () => worker.warm() };
 }

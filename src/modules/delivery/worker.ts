@@ -97,6 +97,11 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
     this.loop = ready.then(() => this.run());
   }
 
+  /** Resolves when the render threads are up (the node listens only after this). */
+  async warm(): Promise<void> {
+    await this.o.renderer.warm?.();
+  }
+
   /** Stops claiming, lets lanes finish their current message, releases the rest, flushes. */
   async stop(): Promise<void> {
     this.running = false;

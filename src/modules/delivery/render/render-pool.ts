@@ -17,6 +17,8 @@ import type { RenderThreadReply, RenderThreadRequest } from './render-thread.ts'
 export interface Renderer {
   render(req: RenderRequest): Promise<RenderedMessage>;
   close(): Promise<void>;
+  /** Starts what rendering needs (threads) and resolves when it can render at full speed. */
+  warm?(): Promise<void>;
 }
 
 /** Renders on the calling thread (POSTYARD_RENDER_THREADS=0). */
@@ -34,6 +36,8 @@ interface Pending {
 interface RenderThread {
   worker: Worker;
   ready: boolean;
+  /** Called once when the thread has loaded (warm()); a thread that dies first calls them too. */
+  onReady: (() => void)[];
   backlog: RenderThreadRequest[];
   pending: Map<number, Pending>;
 }
@@ -69,6 +73,23 @@ export class RenderPool implements Renderer {
     });
   }
 
+  /**
+   * Starts every thread now and resolves once each has loaded its modules. Threads are otherwise
+   * started on demand: a start-up burst of mail would wait ~100-300 ms per thread for module
+   * loading on the busiest moment of the node's life.
+   */
+  async warm(): Promise<void> {
+    const started = this.threads.map((t, slot) => t ?? this.start(slot));
+    await Promise.all(
+      started.map((t) => (t.ready ? undefined : new Promise<void>((resolve) => t.onReady.push(resolve)))),
+    );
+  }
+
+  /** Threads started and loaded, ready to render. */
+  readyThreads(): number {
+    return this.threads.filter((t) => t?.ready).length;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const running = this.threads.filter((t): t is RenderThread => t !== null);
@@ -101,13 +122,17 @@ export class RenderPool implements Renderer {
     // execArgv: []: the entry registers tsx itself; inheriting the parent's --import would load it twice.
     const worker = new Worker(ENTRY, { execArgv: [] });
     worker.unref();
-    const t: RenderThread = { worker, ready: false, backlog: [], pending: new Map() };
+    const t: RenderThread = { worker, ready: false, onReady: [], backlog: [], pending: new Map() };
+    const readied = () => {
+      for (const resolve of t.onReady.splice(0)) resolve();
+    };
     this.threads[slot] = t;
     worker.on('message', (m: RenderThreadReply | { ready: true }) => {
       if ('ready' in m) {
         t.ready = true;
         for (const msg of t.backlog) worker.postMessage(msg);
         t.backlog = [];
+        readied();
         return;
       }
       const p = t.pending.get(m.id);
@@ -125,6 +150,8 @@ export class RenderPool implements Renderer {
     });
     const lost = (err: unknown) => {
       if (this.threads[slot] === t) this.threads[slot] = null;
+      // A thread that failed to start must not hold the node's start-up: it renders inline.
+      readied();
       if (t.pending.size > 0)
         this.logger.error({ err, inHand: t.pending.size }, 'render thread stopped; rendering its messages inline');
       this.rescue(t);
