@@ -152,7 +152,20 @@ const specs = new BoundedCache<string, TrackingToken>(4096);
  * A shared body's placeholder tokens (the array shared-body.ts keeps per transmission) -> the
  * TokenSet that signs them for each message, with the key it was checked with.
  */
-const sets = new WeakMap<readonly string[], { key: Uint8Array; set: TokenSet }>();
+const sets = new WeakMap<readonly string[], { key: Uint8Array; set: TokenSet; starts: number[] }>();
+
+/**
+ * True when two token keys hold the same bytes. A render thread gets the plan by structured clone
+ * with every message, so its key is a new Uint8Array each time: comparing by identity rebuilt the
+ * TokenSet for every message (~9 us of a tracked render, issue 16). Not constant-time: both are
+ * our own key, nothing a client sent.
+ */
+function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 function placeholderSpec(plan: TrackingPlan, token: string): TrackingToken | null {
   const hit = specs.get(token);
@@ -188,24 +201,34 @@ export function sharedTrackedParts<T extends { html?: string; headers?: Record<s
   return { ...out, markers };
 }
 
+/** How many TokenSets messageTokens has laid out (tests: one per shared body and key, not per message). */
+export const tokenSetsBuilt = { count: 0 };
+
 /**
  * The message's own tokens in place of placeholder tokens of sharedTrackedParts, in the same
- * order: all of them signed together (token.ts TokenSet: one HMAC for the message, one AES call
- * for its tags). Pass the same array for every message of a transmission: what each placeholder
- * carries is worked out once per array.
+ * order, as one text (`text`, token n at `at[n]`, as long as placeholder n): all of them signed
+ * together (token.ts TokenSet: one HMAC for the message, one AES call for its tags). Pass the same
+ * array for every message of a transmission: what each placeholder carries is worked out once per
+ * array (and key).
  */
-export function messageTokens(plan: TrackingPlan, placeholders: readonly string[], messageId: string): string[] {
+export function messageTokens(
+  plan: TrackingPlan,
+  placeholders: readonly string[],
+  messageId: string,
+): { text: string; at: readonly number[] } {
   let hit = sets.get(placeholders);
-  if (hit?.key !== plan.key) {
+  if (!hit || !sameKey(hit.key, plan.key)) {
     const list = placeholders.map((p) => {
       const spec = placeholderSpec(plan, p);
       if (!spec) throw new Error('not a placeholder token');
       return spec;
     });
-    hit = { key: plan.key, set: new TokenSet(list) };
+    const set = new TokenSet(list);
+    tokenSetsBuilt.count++;
+    hit = { key: plan.key, set, starts: set.starts() };
     sets.set(placeholders, hit);
   }
-  return hit.set.sign(plan.key, messageIdBytes(messageId));
+  return { text: hit.set.signText(plan.key, messageIdBytes(messageId)), at: hit.starts };
 }
 
 /** The plan with the sending domain's verified tracking host name as its base, when it has one. */

@@ -216,15 +216,33 @@ export class TokenSet {
 
   /** The tokens for one message (16 bytes of its id: messageIdBytes), in the order given. */
   sign(key: Uint8Array, messageId: Buffer): string[] {
+    const text = this.signText(key, messageId);
+    return this.laid.map((l) => text.slice((l.off / 3) * 4, (l.off / 3) * 4 + l.chars));
+  }
+
+  /**
+   * The message's tokens as one base64url text: token n starts at `starts()[n]` and is as long
+   * as sign's token n (what TokenSet signs for every message of a shared body has one length).
+   * The id and tags are copied a byte at a time: 16-byte Buffer.copy calls (two per token) cost
+   * more in call overhead than the bytes (a few us per message of 21 tokens, issue 16).
+   */
+  signText(key: Uint8Array, messageId: Buffer): string {
     const buf = Buffer.from(this.template);
     const tags = this.blocks.length > 0 ? messageTags(key, messageId, this.blocks) : null;
     for (const l of this.laid) {
-      messageId.copy(buf, l.off + 2);
-      if (l.block >= 0) tags?.copy(buf, l.off + l.payload, l.block * BLOCK, (l.block + 1) * BLOCK);
-      else mac(key, buf.subarray(l.off, l.off + l.payload)).copy(buf, l.off + l.payload);
+      for (let j = 0; j < 16; j++) buf[l.off + 2 + j] = messageId[j] as number;
+      if (l.block >= 0 && tags) {
+        const from = l.block * BLOCK;
+        const to = l.off + l.payload;
+        for (let j = 0; j < BLOCK; j++) buf[to + j] = tags[from + j] as number;
+      } else mac(key, buf.subarray(l.off, l.off + l.payload)).copy(buf, l.off + l.payload);
     }
-    const text = buf.toString('base64url');
-    return this.laid.map((l) => text.slice((l.off / 3) * 4, (l.off / 3) * 4 + l.chars));
+    return buf.toString('base64url');
+  }
+
+  /** Where each token starts in signText's text, in the order given. */
+  starts(): number[] {
+    return this.laid.map((l) => (l.off / 3) * 4);
   }
 }
 

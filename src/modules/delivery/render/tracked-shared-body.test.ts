@@ -6,7 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { applyTracking, messageTokens, sharedTrackedParts, type TrackingPlan } from '../../tracking/render-plan.ts';
+import {
+  applyTracking,
+  messageTokens,
+  sharedTrackedParts,
+  tokenSetsBuilt,
+  type TrackingPlan,
+} from '../../tracking/render-plan.ts';
 import { deriveTokenKey, verifyToken } from '../../tracking/token.ts';
 import { dkimBodyHash } from './dkim.ts';
 import { buildMessage } from './mime.ts';
@@ -89,6 +95,28 @@ describe('tracked shared bodies', () => {
     }
     // The case this is about happened: quoted-printable broke a line inside a token.
     expect(brokenInside).toBeGreaterThan(0);
+  });
+
+  it('lays the tokens out once per body when every message brings its own copy of the plan (render threads)', async () => {
+    // A render thread gets the plan by structured clone with each message: a new key object every
+    // time, the same bytes. The token layout must still be made once, not per message (issue 16).
+    const built = tokenSetsBuilt.count;
+    for (const email of ['ann@example.net', 'bob@example.net', 'carol@example.org']) {
+      const own = structuredClone(plan);
+      const id = randomUUID();
+      const parts = await fromSharedBody(
+        'tx-cloned-plan',
+        { email },
+        `${id}@mail.example.com`,
+        () => sharedTrackedParts(own, input, 'bounces.mail.example.com'),
+        new Date(),
+        (m) => messageTokens(own, m, id),
+      );
+      const text = parts?.body.toString('latin1').replace(/=\r\n/g, '') ?? '';
+      const click = /\/c\/([A-Za-z0-9_-]{24,})/.exec(text)?.[1] ?? '';
+      expect(verifyToken(plan.key, click, 'click')?.messageId).toBe(id);
+    }
+    expect(tokenSetsBuilt.count - built).toBe(1);
   });
 
   it('falls back (no shared body) when a marker is not found in the encoded message', async () => {
