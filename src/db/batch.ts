@@ -112,22 +112,55 @@ export async function oneStatement(
   db: Executor,
   groups: { table: string; rows: Record<string, unknown>[] }[],
   pace?: Pacer,
+  checks: readonly Check[] = [],
 ): Promise<{ sql: string; params: unknown[] } | null> {
   const live = groups.filter((g) => g.rows.length > 0);
   if (live.length === 0 || !isPostgres(db)) return null;
   const shape: string[] = [];
   for (const g of live) {
     const cols = uniformColumns(g.rows, jsonSafe);
-    if (!cols) return valuesStatement(db, live);
+    if (!cols) return checks.length > 0 ? null : valuesStatement(db, live);
     shape.push(`${g.table}:${cols.join(',')}`);
   }
-  const params: string[] = [];
+  const params: unknown[] = [];
   for (const g of live) {
     const json = await stringifyRows(g.rows, pace);
-    if (LONE_SURROGATE.test(json)) return valuesStatement(db, live);
+    if (LONE_SURROGATE.test(json)) return checks.length > 0 ? null : valuesStatement(db, live);
     params.push(json);
   }
-  return { sql: insertJsonSql(db, shape.join(';')), params };
+  const body = insertJsonSql(db, shape.join(';'), checks.length);
+  if (checks.length === 0) return { sql: `with ${body}`, params };
+  const ctes = checks.map((c, i) => {
+    const cte = `g${i} as materialized (${c.sql(params.length + 1)})`;
+    params.push(...c.params);
+    return cte;
+  });
+  return { sql: `with ${ctes.join(', ')}, ${body}`, params };
+}
+
+/** The checks alone, as oneStatement would run them with rows (same result columns). */
+export function checkStatement(checks: readonly Check[]): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const ctes = checks.map((c, i) => {
+    const cte = `g${i} as materialized (${c.sql(params.length + 1)})`;
+    params.push(...c.params);
+    return cte;
+  });
+  const result = checks
+    .map((_, i) => `select ${i} as "guard", row_to_json(g${i}) as "row" from g${i}`)
+    .join(' union all ');
+  return { sql: `with ${ctes.join(', ')} ${result}`, params };
+}
+
+/**
+ * A SELECT the statement of oneStatement runs first (src/db/coalesce.ts Guard): the rows are
+ * inserted only if no check returns a row, and the statement returns the checks' rows as
+ * (`guard`: the check's index, `row`: the row as JSON); none means the rows went in.
+ */
+export interface Check {
+  /** The SELECT, its parameters numbered from `first`. */
+  sql(first: number): string;
+  params: readonly unknown[];
 }
 
 /** The first row's columns if every row has exactly them, each value passing `ok`; else null. */
@@ -183,17 +216,27 @@ function valuesStatement(
   return { sql: insertAllSql(db, shape.join(';')), params };
 }
 
-/** `with t0 as (insert ... select ... from json_populate_recordset(...)), ... select 1` for "table:cols;..." (PostgreSQL). */
-const insertJsonSql = shapedSql(500, (param, _dialect, shape: string) => {
+/**
+ * `t0 as (insert ... select ... from json_populate_recordset(...)), ... select 1` for "table:cols;..."
+ * (PostgreSQL; the caller puts `with` and any checks g0..g(checks-1) in front). With checks, each
+ * INSERT takes its rows only where no check found a row, and the statement returns those rows.
+ */
+const insertJsonSql = shapedSql(500, (param, _dialect, shape: string, checks: number) => {
+  const gs = Array.from({ length: checks }, (_, i) => `g${i}`);
+  const where = checks > 0 ? ` where ${gs.map((g) => `not exists (select 1 from ${g})`).join(' and ')}` : '';
   const parts = shape.split(';').map((part, i) => {
     const [table, colList] = part.split(':') as [string, string];
     const cols = colList
       .split(',')
       .map((c) => `"${c}"`)
       .join(', ');
-    return `t${i} as (insert into "${table}" (${cols}) select ${cols} from json_populate_recordset(null::"${table}", ${param(i + 1)}::json))`;
+    return `t${i} as (insert into "${table}" (${cols}) select ${cols} from json_populate_recordset(null::"${table}", ${param(i + 1)}::json)${where})`;
   });
-  return `with ${parts.join(', ')} select 1`;
+  const result =
+    checks > 0
+      ? gs.map((g, i) => `select ${i} as "guard", row_to_json(${g}) as "row" from ${g}`).join(' union all ')
+      : 'select 1';
+  return `${parts.join(', ')} ${result}`;
 });
 
 /** `with t0 as (insert ...), t1 as (insert ...) select 1` for a shape "table:cols:rows;..." (PostgreSQL). */

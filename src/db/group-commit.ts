@@ -1,7 +1,7 @@
-import type { ControlledTransaction, Transaction } from 'kysely';
+import type { ControlledTransaction, Kysely, Transaction } from 'kysely';
 import { Pacer } from '../lib/pacer.ts';
-import { insertGroups, oneStatement } from './batch.ts';
-import { gatherReads } from './coalesce.ts';
+import { checkStatement, insertGroups, oneStatement } from './batch.ts';
+import { type Assumed, assumptions, gatherReads, primeReads, speculate } from './coalesce.ts';
 import { bufferInserts, InsertBuffer } from './deferred-inserts.ts';
 import { isPostgres, runSql } from './dialect.ts';
 import type { Database } from './index.ts';
@@ -218,54 +218,104 @@ export class GroupCommit {
    * is still answered only after its rows are durable. A unit that fails wrote nothing (its
    * rows were only held back): the batch runs again without it, as in a transaction. When the
    * rows cannot go in one statement (past the parameter limit), a transaction holds them.
+   *
+   * The units run speculatively first (src/db/coalesce.ts Guard): guarded reads (the suppression
+   * lookup) answer their usual result at once and are checked by the statement that writes the
+   * rows, so the common batch is one round trip. If a check finds rows, nothing was written and
+   * the units run again, answered from those rows.
    */
   private withoutTransaction(batch: Pending[]): Promise<unknown[]> {
     return this.database.db.connection().execute(async (conn) => {
-      const trx = conn as unknown as Transaction<DB>;
-      const buffer = new InsertBuffer();
-      let out: unknown[];
       try {
-        out = await this.concurrently(trx, batch, buffer);
-      } finally {
-        bufferInserts(trx, undefined);
-        gatherReads(trx, false);
-      }
-      const groups = buffer.drain().filter((g) => g.rows.length > 0);
-      if (groups.length === 0) return out;
-      const one = await oneStatement(conn, groups, new Pacer());
-      if (one) {
-        try {
-          await runSql(conn, one.sql, one.params);
-        } catch (err) {
-          // Refused by the server (a constraint, a bad value): nothing was written, and the units
-          // are run again alone to find whose rows it was. Anything else (the connection lost
-          // mid-statement) may have committed: as a failed COMMIT, nothing may run again.
-          if (refusedByServer(err)) throw err;
-          throw new CommitFailed(err);
-        }
-        return out;
-      }
-      const tx = await conn.startTransaction().execute();
-      try {
-        await insertGroups(tx, groups, new Pacer());
+        const found = await this.insertsOnce(conn, batch, undefined);
+        if (!found.checked) return found.out;
+        const again = await this.insertsOnce(conn, batch, found.checked);
+        return again.out;
       } catch (err) {
-        await tx
-          .rollback()
-          .execute()
-          .catch(() => {});
+        // The server may have ended the connection (57P01, a restart): pg rejects the running
+        // statement before it sees the socket close, and only then marks the client unusable.
+        // Released to the pool before that, the client would be handed to the batch's re-run.
+        // A statement sent now settles only once pg knows; a live connection just answers it.
+        const cause = err instanceof MemberFailed || err instanceof CommitFailed ? err.cause : err;
+        if (!refusedByServer(cause)) await runSql(conn, 'select 1', []).catch(() => {});
         throw err;
       }
+    });
+  }
+
+  /**
+   * One run of a runInserts batch on `conn`: speculating when `known` is undefined, else with the
+   * guarded reads answered from `known`. Returns the units' results once their rows are stored,
+   * or, when a speculation's check found rows (nothing stored), those rows in `checked`.
+   */
+  private async insertsOnce(
+    conn: Kysely<DB>,
+    batch: Pending[],
+    known: Map<string, Assumed> | undefined,
+  ): Promise<{ out: unknown[]; checked?: Map<string, Assumed> }> {
+    const trx = conn as unknown as Transaction<DB>;
+    const buffer = new InsertBuffer();
+    let out: unknown[];
+    let assumed: [string, Assumed][] = [];
+    speculate(trx, known === undefined);
+    primeReads(trx, known);
+    try {
+      out = await this.concurrently(trx, batch, buffer);
+      assumed = [...assumptions(trx).entries()];
+    } finally {
+      bufferInserts(trx, undefined);
+      gatherReads(trx, false);
+      speculate(trx, false);
+      primeReads(trx, undefined);
+    }
+    const checks = assumed.map(([, a]) => ({
+      sql: (first: number) => a.guard.sql(first),
+      params: a.guard.params(a.items),
+    }));
+    const groups = buffer.drain().filter((g) => g.rows.length > 0);
+    const one = await oneStatement(conn, groups, new Pacer(), checks);
+    if (!one && checks.length > 0) {
+      // No rows, or rows that cannot go in one statement: the checks alone, then as before.
+      const alone = checkStatement(checks);
+      const rows = await runSql<CheckRow>(conn, alone.sql, alone.params);
+      if (rows.length > 0) return { out, checked: byGuard(assumed, rows) };
+    }
+    if (groups.length === 0) return { out };
+    if (one) {
+      let rows: CheckRow[];
       try {
-        await tx.commit().execute();
+        rows = await runSql<CheckRow>(conn, one.sql, one.params);
       } catch (err) {
-        await tx
-          .rollback()
-          .execute()
-          .catch(() => {});
+        // Refused by the server (a constraint, a bad value): nothing was written, and the units
+        // are run again alone to find whose rows it was. Anything else (the connection lost
+        // mid-statement) may have committed: as a failed COMMIT, nothing may run again.
+        if (refusedByServer(err)) throw err;
         throw new CommitFailed(err);
       }
-      return out;
-    });
+      // A check found rows: the INSERTs took none (same statement, same snapshot).
+      if (checks.length > 0 && rows.length > 0) return { out, checked: byGuard(assumed, rows) };
+      return { out };
+    }
+    const tx = await conn.startTransaction().execute();
+    try {
+      await insertGroups(tx, groups, new Pacer());
+    } catch (err) {
+      await tx
+        .rollback()
+        .execute()
+        .catch(() => {});
+      throw err;
+    }
+    try {
+      await tx.commit().execute();
+    } catch (err) {
+      await tx
+        .rollback()
+        .execute()
+        .catch(() => {});
+      throw new CommitFailed(err);
+    }
+    return { out };
   }
 
   /**
@@ -306,4 +356,19 @@ function refusedByServer(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false;
   return !['08', '57', 'XX'].includes(code.slice(0, 2));
+}
+
+/** A row of a guarded statement: which check found it, and the row. */
+interface CheckRow {
+  guard: number;
+  row: unknown;
+}
+
+/** The assumptions with the rows their checks found, by read name. */
+function byGuard(assumed: [string, Assumed][], rows: CheckRow[]): Map<string, Assumed> {
+  const out = new Map<string, Assumed>();
+  for (const [i, [name, a]] of assumed.entries()) {
+    out.set(name, { ...a, rows: rows.filter((r) => Number(r.guard) === i).map((r) => r.row) });
+  }
+  return out;
 }

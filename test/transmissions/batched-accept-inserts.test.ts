@@ -32,18 +32,85 @@ const counting = () => countingGroupCommit(ctx.c.database);
 const accept = (trx: Transaction<DB>, subject: string, rcptTo?: string[]) =>
   ctx.c.transmissions.accept(trx, t.tenantId, input(subject, rcptTo));
 
-it('on PostgreSQL a batch of accepts is one lookup and one statement, without BEGIN or COMMIT', async () => {
+it('on PostgreSQL a batch of accepts is one statement (suppressions checked inside it), without BEGIN or COMMIT', async () => {
   const { group, stats } = counting();
   const subjects = Array.from({ length: 12 }, (_, i) => `inserts ${i}`);
   const res = await Promise.all(subjects.map((s) => group.runInserts((trx) => accept(trx, s))));
   expect(new Set(res.map((r) => r.transmission_id)).size).toBe(12);
   if (PG) {
-    expect(stats).toEqual({ transactions: 0, connections: 1, inserts: 1, lookups: 1 });
+    // No separate lookup: the INSERT statement checks the suppressions (src/db/coalesce.ts Guard).
+    expect(stats).toEqual({ transactions: 0, connections: 1, inserts: 1, lookups: 0 });
   } else {
     // SQLite: the shared transaction, one INSERT per table, a lookup per accept (no round trips).
     expect(stats).toEqual({ transactions: 1, connections: 0, inserts: 4, lookups: 12 });
   }
   for (const s of subjects) expect(await stored(s), s).toEqual(ONCE);
+});
+
+it('a suppressed recipient in a batch with unsuppressed ones is stored and reported as suppressed, the others as accepted', async () => {
+  const other = await createTenant(ctx);
+  const suppress = (tenantId: string, identifier: string, type: 'email' | 'domain', scope?: 'marketing') =>
+    ctx.c.suppressions.upsertPrepared(
+      tenantId,
+      ctx.c.suppressions.prepareItems([{ identifier, type, reason_category: 'manual', ...(scope ? { scope } : {}) }]),
+      ctx.c.database.db,
+    );
+  await suppress(t.tenantId, 'mixed-gone@example.com', 'email');
+  await suppress(t.tenantId, 'mixed-blocked.example', 'domain');
+  // Marketing only: a transactional submission still goes to it (found by the check, left out by scope).
+  await suppress(t.tenantId, 'promo-only@example.com', 'email', 'marketing');
+  await suppress(other.tenantId, 'mixed-fine@example.com', 'email');
+  const { group, stats } = counting();
+  const batch: [string, string[]][] = [
+    ['mixed a', ['mixed-gone@example.com', 'mixed-fine@example.com']],
+    ['mixed b', ['x@mixed-blocked.example']],
+    ['mixed c', ['mixed-fine2@example.com', 'promo-only@example.com']],
+    ['mixed d', ['mixed-fine3@example.com']],
+  ];
+  const res = await Promise.all(batch.map(([s, rcpt]) => group.runInserts((trx) => accept(trx, s, rcpt))));
+  expect(res.map((r) => r.items.map((i) => `${i.email}:${i.status}:${i.reason}`))).toEqual([
+    ['mixed-gone@example.com:suppressed:manual'],
+    ['x@mixed-blocked.example:suppressed:manual'],
+    [],
+    [],
+  ]);
+  expect(res.map((r) => [r.total_accepted_recipients, r.total_rejected_recipients])).toEqual([
+    [1, 1],
+    [0, 1],
+    [2, 0],
+    [1, 0],
+  ]);
+  if (PG) {
+    // The first statement found suppression rows and inserted nothing; the units ran again with
+    // them and the second statement stored the batch: no separate lookup, no transaction.
+    expect(stats).toEqual({ transactions: 0, connections: 1, inserts: 2, lookups: 0 });
+  }
+  const db = ctx.c.database.db;
+  for (const [i, [subject, rcpt]] of batch.entries()) {
+    const id = (res[i] as { transmission_id: string }).transmission_id;
+    const tx = await db.selectFrom('transmissions').selectAll().where('id', '=', id).execute();
+    expect(
+      tx.map((x) => [x.total_accepted, x.total_rejected]),
+      subject,
+    ).toEqual([[res[i]?.total_accepted_recipients, res[i]?.total_rejected_recipients]]);
+    const msgs = await db
+      .selectFrom('messages')
+      .select(['recipient', 'state'])
+      .where('transmission_id', '=', id)
+      .execute();
+    const events = await db
+      .selectFrom('events')
+      .select(['recipient', 'type'])
+      .where('transmission_id', '=', id)
+      .execute();
+    const suppressed = new Set(res[i]?.items.filter((x) => x.status === 'suppressed').map((x) => x.email));
+    expect(msgs.map((m) => `${m.recipient}:${m.state}`).sort(), subject).toEqual(
+      rcpt.map((r) => `${r}:${suppressed.has(r) ? 'suppressed' : 'queued'}`).sort(),
+    );
+    expect(events.map((e) => `${e.recipient}:${e.type}`).sort(), subject).toEqual(
+      rcpt.map((r) => `${r}:${suppressed.has(r) ? 'message.suppressed' : 'message.accepted'}`).sort(),
+    );
+  }
 });
 
 it('a member failing in its code, in a read or in the statement writing its rows fails alone', async () => {

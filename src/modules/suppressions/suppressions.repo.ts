@@ -1,4 +1,4 @@
-import { coalesced } from '../../db/coalesce.ts';
+import { coalesced, type Guard } from '../../db/coalesce.ts';
 import { dialectSql, isPostgres, runSql, shapedSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { SuppressionsTable } from '../../db/schema.ts';
@@ -221,10 +221,76 @@ export function findEmailsAndDomains(
   domains: readonly string[],
 ): Promise<{ emailRows: Match[]; domainRows: Match[] }> {
   // The accepts of a PostgreSQL batch ask together: one statement per tenant for all of them.
-  return coalesced(db, 'suppressions.findEmailsAndDomains', { tenantId, emails, domains }, (items) =>
-    findForMany(db, items),
+  // In a speculative PostgreSQL batch (src/db/coalesce.ts Guard) it asks nothing: "no rows" is
+  // assumed and checked by the statement that writes the batch (issue 19).
+  return coalesced(
+    db,
+    'suppressions.findEmailsAndDomains',
+    { tenantId, emails, domains },
+    (items) => findForMany(db, items),
+    NOTHING_SUPPRESSED,
   );
 }
+
+type Found = { emailRows: Match[]; domainRows: Match[] };
+type CheckedRow = Match & { tenant_id: string; type: string };
+
+const keyOf = (tenantId: string, type: string, identifier: string) => `${tenantId}\u0000${type}\u0000${identifier}`;
+
+/** The keys (tenant, type, identifier) of lookups, once per array of them. */
+const keysOf = new WeakMap<readonly Lookup[], Set<string>>();
+function checkedKeys(items: readonly Lookup[]): Set<string> {
+  let keys = keysOf.get(items);
+  if (!keys) {
+    keys = new Set();
+    for (const it of items) {
+      for (const e of it.emails) keys.add(keyOf(it.tenantId, 'email', e));
+      for (const d of it.domains) keys.add(keyOf(it.tenantId, 'domain', d));
+    }
+    keysOf.set(items, keys);
+  }
+  return keys;
+}
+
+/**
+ * The accept-time lookup's guard: assume no suppression row; the check finds every row of the
+ * batch's (tenant, type, identifier) keys on the unique index, whatever its scope (a row that
+ * the scope then leaves out only costs the re-run), so the re-run sees what findForMany would.
+ */
+const NOTHING_SUPPRESSED: Guard<Lookup, Found> = {
+  assume: () => ({ emailRows: [], domainRows: [] }),
+  sql: (first) =>
+    `select s."tenant_id", s."type", s."identifier", s."id", s."reason_category", s."scope" ` +
+    `from unnest($${first}::text[], $${first + 1}::text[], $${first + 2}::text[]) as k("tenant_id", "type", "identifier") ` +
+    `join "suppressions" s on s."tenant_id" = k."tenant_id" and s."type" = k."type" and s."identifier" = k."identifier"`,
+  params: (items) => {
+    const tenants: string[] = [];
+    const types: string[] = [];
+    const identifiers: string[] = [];
+    for (const key of checkedKeys(items)) {
+      const [t, ty, id] = key.split('\u0000') as [string, string, string];
+      tenants.push(t);
+      types.push(ty);
+      identifiers.push(id);
+    }
+    return [tenants, types, identifiers];
+  },
+  answer: (item, checked, rows) => {
+    const keys = checkedKeys(checked);
+    for (const e of item.emails) if (!keys.has(keyOf(item.tenantId, 'email', e))) return undefined;
+    for (const d of item.domains) if (!keys.has(keyOf(item.tenantId, 'domain', d))) return undefined;
+    const emails = new Set(item.emails);
+    const domains = new Set(item.domains);
+    const found: Found = { emailRows: [], domainRows: [] };
+    for (const r of rows as CheckedRow[]) {
+      if (r.tenant_id !== item.tenantId) continue;
+      const m: Match = { id: r.id, identifier: r.identifier, reason_category: r.reason_category, scope: r.scope };
+      if (r.type === 'email' && emails.has(r.identifier)) found.emailRows.push(m);
+      else if (r.type === 'domain' && domains.has(r.identifier)) found.domainRows.push(m);
+    }
+    return found;
+  },
+};
 
 interface Lookup {
   tenantId: string;
