@@ -1,7 +1,7 @@
 import type { Role } from './config.ts';
 import { type Container, every } from './container.ts';
 import type { StartEngine, Stoppable } from './engine.ts';
-import { buildApp, warmRouteSchemas } from './http/app.ts';
+import { type App, buildApp, warmRouteSchemas } from './http/app.ts';
 import { NodeMembership } from './jobs/node-registry.ts';
 import { start as startDelivery } from './modules/delivery/engine.ts';
 import { start as startEventRetention } from './modules/events/engine.ts';
@@ -22,10 +22,15 @@ const WORKER_ENGINES: readonly StartEngine[] = [
   startWebhooks,
 ];
 
-async function startApi(c: Container): Promise<Stoppable> {
+/** Builds the app and compiles the hot routes' schemas, without listening yet. */
+async function buildApi(c: Container): Promise<{ app: App; schemas: number }> {
   const app = await buildApp(c);
   await app.ready();
-  const schemas = warmRouteSchemas(app);
+  return { app, schemas: warmRouteSchemas(app) };
+}
+
+/** Listens last of all the node's ports: /readyz answering means SMTP listens too. */
+async function startApi(c: Container, { app, schemas }: { app: App; schemas: number }): Promise<Stoppable> {
   await app.listen({ port: c.config.httpPort, host: c.config.httpHost });
   c.logger.info(
     { url: `http://${c.config.httpHost}:${c.config.httpPort}`, warmSchemas: schemas },
@@ -94,7 +99,13 @@ export async function startRoles(c: Container, roles: readonly Role[]): Promise<
   if (roles.includes('worker')) {
     for (const start of WORKER_ENGINES) running.push(start(c));
   }
-  await warmUp(c, running);
+  // The threads load on their own cores and the connections open on the server's while this
+  // thread builds the HTTP app; nothing listens until all of it is done.
+  const warming = warmUp(c, running);
+  const built = roles.includes('api') ? buildApi(c) : null;
+  // A build that fails is reported by its await below, not as an unhandled rejection.
+  built?.catch(() => {});
+  await warming;
   if (roles.includes('smtp')) {
     const smtp = await startSmtpServer(c);
     running.push({ name: 'smtp', stop: () => smtp.close() });
@@ -103,8 +114,7 @@ export async function startRoles(c: Container, roles: readonly Role[]): Promise<
     const inbound = await startInboundServer(c);
     running.push({ name: 'inbound', stop: () => inbound.close() });
   }
-  if (roles.includes('api')) running.push(await startApi(c));
-  else running.push(await startMetrics(c));
+  running.push(built ? await startApi(c, await built) : await startMetrics(c));
   running.push({ name: 'node', stop: () => membership.leave() });
   return running;
 }
