@@ -52,7 +52,10 @@ interface SharedBody {
    * With slots: the body in DKIM relaxed canonical form (latin1) from the first marker on, where
    * the markers are found again (relaxing only touches whitespace and line ends, which no marker
    * holds), so each message's body hash is the SHA-256 state of the bytes before the first marker
-   * (computed once) continued over a patched copy of the rest, instead of canonicalizing again.
+   * (computed once) continued over the rest with this message's tokens written in, instead of
+   * canonicalizing again. `rest` is this body's own buffer, patched in place for each message (its
+   * other bytes never change, and every marker is overwritten before it is hashed, synchronously):
+   * no copy per message.
    */
   relaxed: { prefix: Hash; rest: Buffer } | null;
 }
@@ -166,15 +169,15 @@ function toRuns(occurrences: number[][]): number[] {
 }
 
 /**
- * Writes the replacement's characters (`len` bytes of `src` from `at`) over each run of `runs`
+ * Writes the replacement's characters (`src` from `at`: token characters, ASCII) over each run of `runs`
  * (toRuns) in `buf`. A byte loop: a message's ~21 tokens are ~42 short writes (body and relaxed
  * body), and a Buffer.write call each cost more in call overhead than the bytes (issue 16).
  */
-function patch(buf: Buffer, runs: number[], src: Buffer, at: number): void {
+function patch(buf: Buffer, runs: number[], src: string, at: number): void {
   for (let k = 0; k < runs.length; k += 3) {
     let o = runs[k] as number;
     const to = at + (runs[k + 2] as number);
-    for (let i = at + (runs[k + 1] as number); i < to; i++) buf[o++] = src[i] as number;
+    for (let i = at + (runs[k + 1] as number); i < to; i++) buf[o++] = src.charCodeAt(i);
   }
 }
 
@@ -267,9 +270,8 @@ export async function fromSharedBody(
   if (t.slots.length === 0) return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash };
   if (!fill || !t.relaxed) return null;
   const { text, at } = fill(t.markers);
-  const src = Buffer.from(text, 'latin1');
   const body = Buffer.from(t.body);
-  const relaxed = Buffer.from(t.relaxed.rest);
+  const relaxed = t.relaxed.rest;
   for (const [n, slot] of t.slots.entries()) {
     const from = at[n] ?? -1;
     const len = slot.marker.length;
@@ -279,8 +281,8 @@ export async function fromSharedBody(
       lines[line] = l.slice(0, col) + text.slice(from, from + len) + l.slice(col + len);
     }
     const runs = t.runs[n] as SharedBody['runs'][number];
-    patch(body, runs.body, src, from);
-    patch(relaxed, runs.relaxed, src, from);
+    patch(body, runs.body, text, from);
+    patch(relaxed, runs.relaxed, text, from);
   }
   // dkim.ts dkimBodyHash: SHA-256 of the relaxed body's latin1 bytes, base64.
   return { head: lines.join('\r\n'), body, bodyHash: t.relaxed.prefix.copy().update(relaxed).digest('base64') };
