@@ -9,9 +9,11 @@
  * SQLite checkpointer's restarts (timers) never ran and the WAL grew to 435 MB in one run, which
  * slowed every page read of the later claims. BENCH_BATCH sets the batch (default 200).
  * SQLite by default; BENCH_DATABASE_URL=postgres://... runs it on a fresh PostgreSQL schema.
- * Target (issue 18): fair claims under 5 ms p99.
+ * SQLite: also WAL frames (pages) written per claim, read from the WAL index header (mxFrame)
+ * before and after each claim (a claim during which the WAL restarted is not counted): what a
+ * claim writes, which a loaded machine does not inflate. Target (issue 18): fair claims under 5 ms p99.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
@@ -29,6 +31,22 @@ const TENANTS = Number(process.env.BENCH_TENANTS ?? 1_000);
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 300);
 const BATCH = Number(process.env.BENCH_BATCH ?? 200);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? '';
+
+/** WAL frames in use (mxFrame of the WAL index header, -shm offset 16), or NaN when unreadable. */
+function walFrames(shm: string): number {
+  try {
+    const fd = openSync(shm, 'r');
+    try {
+      const b = Buffer.alloc(4);
+      readSync(fd, b, 0, 4, 16);
+      return b.readUInt32LE(0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return Number.NaN;
+  }
+}
 
 const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
 const pct = (xs: number[], p: number) => {
@@ -116,11 +134,14 @@ async function main() {
     const fair = new FairClaimer();
     const times = { fair: [] as number[], fifo: [] as number[] };
     const cpu = { fair: [] as number[], fifo: [] as number[] };
+    const pages = { fair: [] as number[], fifo: [] as number[] };
+    const shm = join(dir, 'postyard.sqlite-shm');
     const tenantsSeen = new Set<string>();
     const rss: number[] = [];
     for (let i = 0; i < CLAIMS; i++) {
       for (const kind of i % 2 ? (['fifo', 'fair'] as const) : (['fair', 'fifo'] as const)) {
         await new Promise((r) => setImmediate(r));
+        const f0 = pg ? Number.NaN : walFrames(shm);
         const s = performance.now();
         const c0 = process.cpuUsage();
         const got =
@@ -130,6 +151,8 @@ async function main() {
         times[kind].push(performance.now() - s);
         const c1 = process.cpuUsage(c0);
         cpu[kind].push((c1.user + c1.system) / 1000);
+        const f1 = pg ? Number.NaN : walFrames(shm);
+        if (f1 >= f0) pages[kind].push(f1 - f0);
         if (kind === 'fair') for (const m of got) tenantsSeen.add(m.tenant_id);
       }
       if (i % 20 === 0) rss.push(rssMb());
@@ -143,6 +166,7 @@ async function main() {
           'max ms': Math.max(...times[k]),
           'CPU p50 ms': pct(cpu[k], 50),
           'CPU p99 ms': pct(cpu[k], 99),
+          ...(pg ? {} : { 'WAL pages p50': pct(pages[k], 50) }),
         })),
       ),
     );

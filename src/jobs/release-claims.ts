@@ -29,7 +29,7 @@ export async function releaseClaimsOf(db: Executor, holder: string, nowMs = Date
       locked_until: null,
       updated_at: now,
     })
-    // state first: the range 'sending' of messages_due (state, next_attempt_at), not the table.
+    // state = 'sending': the partial index messages_leased (migration 020), not the table.
     .where('state', '=', 'sending')
     .where('locked_by', '=', holder)
     .executeTakeFirst();

@@ -148,6 +148,32 @@ describe('FairClaimer', () => {
     expect(again.map((m) => m.id)).not.toContain(later);
   });
 
+  it('takes over leases that ran out first, with the new holder and lease, never of a tenant in skip', async () => {
+    // A claimed row leaves the indexes the fair claim reads (migration 020): a lease that ran out
+    // is found by its own index, or a crashed worker's mail would never come back.
+    const [a, b, c] = tenantIds(3) as [string, string, string];
+    const mine = await queue([{ tenant: a }, { tenant: a }, { tenant: c }]);
+    expect(await new FairClaimer().claim(ctx.c.database, 'w1', 10, 60_000, new Set(), NOW)).toHaveLength(3);
+    const waiting = await queue([{ tenant: b }, { tenant: b }]);
+    const after = NOW + 61_000;
+    // Tenant a is skipped: its expired row stays with w1; c's comes back.
+    const first = await new FairClaimer().claim(ctx.c.database, 'w2', 10, 60_000, new Set([a]), after);
+    expect(first.map((m) => m.id)).toEqual([mine[2]]);
+    for (const m of first) {
+      expect(m.state).toBe('sending');
+      expect(m.locked_by).toBe('w2');
+      expect(m.locked_until).toBe(new Date(after + 60_000).toISOString());
+      expect(m.next_attempt_at).toBe(m.locked_until);
+    }
+    const second = await new FairClaimer().claim(ctx.c.database, 'w2', 10, 60_000, new Set(), after);
+    expect(new Set(second.map((m) => m.id))).toEqual(new Set(mine.slice(0, 2)));
+    const third = await new FairClaimer().claim(ctx.c.database, 'w2', 10, 60_000, new Set(), after);
+    expect(new Set(third.map((m) => m.id))).toEqual(new Set(waiting));
+    // Nothing is held twice: every row is w2's now, once.
+    const rows = await ctx.c.database.db.selectFrom('messages').select(['id', 'state', 'locked_by']).execute();
+    expect(rows.filter((r) => r.state === 'sending' && r.locked_by === 'w2')).toHaveLength(5);
+  });
+
   it('walks on past tenants that have nothing due in the same claim', async () => {
     // 40 tenants whose pending mail is leased (in flight) or due later, walked before the one
     // tenant with mail due. Before, the claim returned nothing (its 32 tenants had nothing due)

@@ -17,6 +17,7 @@ import * as m016 from './016_events_indexes.ts';
 import * as m017 from './017_events_partitions.ts';
 import * as m018 from './018_tracking_links.ts';
 import * as m019 from './019_connection_slots.ts';
+import * as m020 from './020_waiting_indexes.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '017_events_partitions': m017,
   '018_tracking_links': m018,
   '019_connection_slots': m019,
+  '020_waiting_indexes': m020,
 };

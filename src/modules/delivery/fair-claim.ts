@@ -1,6 +1,6 @@
 import { dialectSql, runSql } from '../../db/dialect.ts';
 import type { Database } from '../../db/index.ts';
-import { CLAIMABLE_SQL } from '../../db/message-state.ts';
+import { WAITING_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
 
@@ -10,14 +10,18 @@ import { isoAt } from '../../lib/clock.ts';
  * password resets until they had gone out. A claim now serves tenants in turn:
  *
  * 1. The next TENANTS_PER_CLAIM tenants (fewer if the batch is smaller: one per message) with
- *    pending work after this worker's cursor, found by a skip scan of messages_fair (tenant_id,
- *    priority, next_attempt_at), pending rows only (migration 015): one index probe per tenant,
- *    whatever their backlogs.
+ *    waiting work after this worker's cursor, found by a skip scan of messages_waiting_fair
+ *    (tenant_id, priority, next_attempt_at), queued and deferred rows only (migration 020): one
+ *    index probe per tenant, whatever their backlogs.
  * 2. From each, up to its share of the batch, transactional (priority 0) before marketing, each
  *    in due order: at most two short index ranges per tenant.
- * 3. Those rows are taken with the lease, re-checked (still pending and due) so two workers that
+ * 3. Those rows are taken with the lease, re-checked (still waiting and due) so two workers that
  *    picked the same rows cannot both take one: on PostgreSQL under FOR UPDATE SKIP LOCKED, on
  *    SQLite under its single writer lock. Steps 2 and 3 are one statement (TAKE_FAIR).
+ *
+ * Before all that, one probe of messages_leased takes over leases that ran out (TAKE_EXPIRED).
+ * A claimed row leaves the waiting indexes and enters messages_leased, where one claim's rows are
+ * neighbours: that is what makes a claim cheap (migration 020, docs/benchmarks.md "Fair claims").
  *
  * The cursor wraps around after the last tenant, so every tenant with due work is reached within
  * ceil(tenants / tenants walked per claim) claims from the first tenant (one more from a cursor
@@ -33,10 +37,30 @@ export const TENANTS_PER_CLAIM = 32;
  */
 const MAX_WALKS_PER_CLAIM = 8;
 
-/** [now] -> a row if any message is due (messages_claimable, migration 005: one index probe). */
+/** [now] -> a row if any waiting message is due (messages_waiting, migration 020: one index probe). */
 const ANY_DUE = dialectSql({
-  sqlite: `select id from messages indexed by messages_claimable where ${CLAIMABLE_SQL} and next_attempt_at <= ? limit 1`,
-  postgres: `select id from messages where ${CLAIMABLE_SQL} and next_attempt_at <= $1 limit 1`,
+  sqlite: `select id from messages indexed by messages_waiting where ${WAITING_SQL} and next_attempt_at <= ? limit 1`,
+  postgres: `select id from messages where ${WAITING_SQL} and next_attempt_at <= $1 limit 1`,
+});
+
+/**
+ * [until, workerId, now, limit, skip] -> rows whose lease ran out (their worker died, or its
+ * send outlived the lease), taken over with a new lease: crash recovery and node takeover. They
+ * are no longer in the waiting indexes the fair claim reads (migration 020), so every claim first
+ * probes messages_leased (locked_until, `sending` only): one index probe when none ran out. Taken
+ * in lease order, not by tenant: they were claimed once already, so they were the oldest due.
+ */
+const TAKE_EXPIRED = dialectSql({
+  sqlite:
+    'update messages set locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ' +
+    "where id in (select id from messages indexed by messages_leased where state = 'sending' and locked_until <= ? " +
+    'and tenant_id not in (select value from json_each(?)) order by locked_until limit ?) returning *',
+  sqliteArgs: [0, 1, 0, 2, 2, 4, 3],
+  postgres:
+    'update messages set locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ' +
+    "where id = any(array(select id from messages where state = 'sending' and locked_until <= $3 " +
+    'and not (tenant_id = any($5::text[])) order by locked_until limit $4 for update skip locked)) ' +
+    "and state = 'sending' and locked_until <= $3 returning *",
 });
 
 /** [cursor, count] -> tenant_id rows. */
@@ -44,15 +68,15 @@ const NEXT_TENANTS = dialectSql({
   // INDEXED BY: other tenant-led indexes also cover tenant_id but hold every finished row.
   sqlite:
     'with recursive t(tenant_id, n) as (' +
-    `select (select tenant_id from messages indexed by messages_fair where ${CLAIMABLE_SQL} and tenant_id > ? order by tenant_id limit 1), 1 ` +
+    `select (select tenant_id from messages indexed by messages_waiting_fair where ${WAITING_SQL} and tenant_id > ? order by tenant_id limit 1), 1 ` +
     'union all ' +
-    `select (select m.tenant_id from messages m indexed by messages_fair where m.${CLAIMABLE_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
+    `select (select m.tenant_id from messages m indexed by messages_waiting_fair where m.${WAITING_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
     'from t where t.tenant_id is not null and t.n < ?) select tenant_id from t where tenant_id is not null',
   postgres:
     'with recursive t(tenant_id, n) as (' +
-    `select (select tenant_id from messages where ${CLAIMABLE_SQL} and tenant_id > $1 order by tenant_id limit 1), 1 ` +
+    `select (select tenant_id from messages where ${WAITING_SQL} and tenant_id > $1 order by tenant_id limit 1), 1 ` +
     'union all ' +
-    `select (select m.tenant_id from messages m where m.${CLAIMABLE_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
+    `select (select m.tenant_id from messages m where m.${WAITING_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
     'from t where t.tenant_id is not null and t.n < $2) select tenant_id from t where tenant_id is not null',
 });
 
@@ -65,30 +89,30 @@ const TAKE_FAIR_PG =
   `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
   `where id = any(array(select id from messages where id = any(array(` +
   'select x.id from unnest($4::text[]) as t(tid) cross join lateral (' +
-  `(select id from messages where tenant_id = t.tid and ${CLAIMABLE_SQL} and priority = 0 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
+  `(select id from messages where tenant_id = t.tid and ${WAITING_SQL} and priority = 0 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
   'union all ' +
-  `(select id from messages where tenant_id = t.tid and ${CLAIMABLE_SQL} and priority = 1 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
-  `limit $5) x limit $6)) and ${CLAIMABLE_SQL} and next_attempt_at <= $3 for update skip locked)) returning *`;
+  `(select id from messages where tenant_id = t.tid and ${WAITING_SQL} and priority = 1 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
+  `limit $5) x limit $6)) and ${WAITING_SQL} and next_attempt_at <= $3 for update skip locked)) returning *`;
 
 /**
  * The claim in one statement: [until, workerId, now, tenants, share, limit] -> the claimed rows.
  * SQLite: for each tenant in walk order (CROSS JOIN keeps json_each first), a correlated pair of
- * index ranges of messages_fair (priority 0 first, each in due order, `share` in all), then the
+ * index ranges of messages_waiting_fair (priority 0 first, each in due order, `share` in all), then the
  * update by primary key, under SQLite's writer lock so no other worker takes a row in between.
  * Before, the picks were 64 short statements (two per tenant) before the UPDATE: their trips
  * through the driver cost more than their index ranges (docs/benchmarks.md, "Fair claims"). The
  * text is short enough for the statement cache (src/db/statement-cache.ts). The unary `+` keeps the re-check out of the planner's index choice: on `next_attempt_at <= ?`
- * it walked messages_claimable over every due row instead of looking up the ids by primary key.
+ * it walked the due-order index over every due row instead of looking up the ids by primary key.
  */
 const TAKE_FAIR = dialectSql({
   sqlite:
     `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
     'where id in (select m.id from json_each(?) t cross join messages m on m.id in (' +
-    `select id from (select id from messages indexed by messages_fair where tenant_id = t.value and ${CLAIMABLE_SQL} ` +
+    `select id from (select id from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
     'and priority = 0 and next_attempt_at <= ? order by next_attempt_at limit ?) union all ' +
-    `select id from (select id from messages indexed by messages_fair where tenant_id = t.value and ${CLAIMABLE_SQL} ` +
+    `select id from (select id from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
     'and priority = 1 and next_attempt_at <= ? order by next_attempt_at limit ?) limit ?) limit ?) ' +
-    `and +${CLAIMABLE_SQL} and +next_attempt_at <= ? returning *`,
+    `and +${WAITING_SQL} and +next_attempt_at <= ? returning *`,
   sqliteArgs: [0, 1, 0, 2, 3, 2, 4, 2, 4, 4, 5, 2],
   postgres: TAKE_FAIR_PG,
 });
@@ -120,11 +144,14 @@ export class FairClaimer {
     // cursor moved past 22 tenants that got nothing (and with fewer than 32 tenants pending, the
     // walk wrapped and started again at the first: the others never got a turn).
     const walk = Math.max(1, Math.min(TENANTS_PER_CLAIM, limit));
-    // The tenants walked may have nothing due (all their pending mail leased or due later): the
+    // The tenants walked may have nothing due (their waiting mail is due later): the
     // claim then walks on, while some message is due at all, up to one turn of the tenants or
     // MAX_WALKS_PER_CLAIM walks.
     // Before, it returned nothing and the worker slept its poll interval per 32 such tenants
     // before reaching one that had mail due.
+    // Leases that ran out first (rare: a worker died or a send outlived its lease).
+    const expired = await runSql<MessagesTable>(db, TAKE_EXPIRED, [until, workerId, now, limit, [...skip]]);
+    if (expired.length > 0) return expired;
     const began = this.cursor;
     let turned = false;
     let checked = false;
