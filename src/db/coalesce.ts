@@ -83,8 +83,8 @@ export function coalesced<I, R>(
  * (one read, then the INSERT), and every unit sees exactly what a real read would have shown.
  */
 export interface Guard<I, R> {
-  /** The answer assumed while speculating. */
-  assume(item: I): R;
+  /** The answer assumed while speculating; undefined to ask the database as usual (not worth guessing). */
+  assume(item: I): R | undefined;
   /**
    * PostgreSQL: a SELECT whose rows, if any, could make some assumed answer wrong; its
    * parameters are `$first`, `$first + 1`, ... (as many as `params` returns).
@@ -126,13 +126,15 @@ export function primeReads(trx: Executor, known: Map<string, Assumed> | undefine
 function known<I, R>(trx: Executor, name: string, item: I, guard: Guard<I, R>): R | undefined {
   const spec = speculating.get(trx);
   if (spec) {
+    const assumed = guard.assume(item);
+    if (assumed === undefined) return undefined;
     let a = spec.get(name);
     if (!a) {
       a = { guard: guard as Guard<unknown, unknown>, items: [] };
       spec.set(name, a);
     }
     a.items.push(item);
-    return guard.assume(item);
+    return assumed;
   }
   const p = primed.get(trx)?.get(name);
   return p?.rows ? guard.answer(item, p.items as I[], p.rows) : undefined;

@@ -233,6 +233,9 @@ export function findEmailsAndDomains(
 }
 
 type Found = { emailRows: Match[]; domainRows: Match[] };
+
+/** Lookups of up to this many addresses are assumed to find nothing in a speculative batch. */
+const GUESS_MAX_RECIPIENTS = 50;
 type CheckedRow = Match & { tenant_id: string; type: string };
 
 const keyOf = (tenantId: string, type: string, identifier: string) => `${tenantId}\u0000${type}\u0000${identifier}`;
@@ -258,7 +261,10 @@ function checkedKeys(items: readonly Lookup[]): Set<string> {
  * the scope then leaves out only costs the re-run), so the re-run sees what findForMany would.
  */
 const NOTHING_SUPPRESSED: Guard<Lookup, Found> = {
-  assume: () => ({ emailRows: [], domainRows: [] }),
+  // A big transmission is asked for as before: a suppression among its thousands of recipients
+  // is likely, and a failed guess would have sent all its rows for nothing; its one round trip
+  // is small next to its own work.
+  assume: (item) => (item.emails.length <= GUESS_MAX_RECIPIENTS ? { emailRows: [], domainRows: [] } : undefined),
   sql: (first) =>
     `select s."tenant_id", s."type", s."identifier", s."id", s."reason_category", s."scope" ` +
     `from unnest($${first}::text[], $${first + 1}::text[], $${first + 2}::text[]) as k("tenant_id", "type", "identifier") ` +
