@@ -19,7 +19,8 @@ import { isoAt } from '../../lib/clock.ts';
  *    picked the same rows cannot both take one: on PostgreSQL under FOR UPDATE SKIP LOCKED, on
  *    SQLite under its single writer lock. Steps 2 and 3 are one statement (TAKE_FAIR).
  *
- * Before all that, one probe of messages_leased takes over leases that ran out (TAKE_EXPIRED).
+ * Before all that, one probe of messages_leased takes over leases that ran out (TAKE_EXPIRED; at
+ * most once a second per claimer unless the last probe filled the batch).
  * A claimed row leaves the waiting indexes and enters messages_leased, where one claim's rows are
  * neighbours: that is what makes a claim cheap (migration 020, docs/benchmarks.md "Fair claims").
  *
@@ -36,6 +37,13 @@ export const TENANTS_PER_CLAIM = 32;
  * claim costs when the only due mail is of tenants in `skip` (the worker then polls again).
  */
 const MAX_WALKS_PER_CLAIM = 8;
+
+/**
+ * How often one claimer probes for leases that ran out. Leases last minutes (the worker's are
+ * 300 s), so once a second loses nothing and spares a statement (on PostgreSQL a round trip) on
+ * all the other claims; a probe that filled the batch is repeated on the next claim.
+ */
+const EXPIRED_PROBE_MS = 1_000;
 
 /** [now] -> a row if any waiting message is due (messages_waiting, migration 020: one index probe). */
 const ANY_DUE = dialectSql({
@@ -120,6 +128,8 @@ const TAKE_FAIR = dialectSql({
 export class FairClaimer {
   /** The last tenant served; the next claim starts after it. */
   private cursor: string;
+  /** When this claimer last probed for expired leases and found fewer than a batch. */
+  private expiredProbedAt = Number.NEGATIVE_INFINITY;
 
   constructor(start = '') {
     this.cursor = start;
@@ -150,8 +160,11 @@ export class FairClaimer {
     // Before, it returned nothing and the worker slept its poll interval per 32 such tenants
     // before reaching one that had mail due.
     // Leases that ran out first (rare: a worker died or a send outlived its lease).
-    const expired = await runSql<MessagesTable>(db, TAKE_EXPIRED, [until, workerId, now, limit, [...skip]]);
-    if (expired.length > 0) return expired;
+    if (nowMs - this.expiredProbedAt >= EXPIRED_PROBE_MS || nowMs < this.expiredProbedAt) {
+      const expired = await runSql<MessagesTable>(db, TAKE_EXPIRED, [until, workerId, now, limit, [...skip]]);
+      if (expired.length < limit) this.expiredProbedAt = nowMs;
+      if (expired.length > 0) return expired;
+    }
     const began = this.cursor;
     let turned = false;
     let checked = false;
