@@ -6,13 +6,17 @@
  * sends them (transmission, tracking plan with its link table, signing key: structured clone per
  * message), 8 in flight. Rounds off, on, on, off, BENCH_ROUNDS blocks (default 3), BENCH_MESSAGES
  * per round (default 3,000) after 300 uncounted; prints per round the process CPU per message
- * (main thread + render thread) and the message size, and the medians.
+ * (main thread + render thread), the render thread's busy time per message (event-loop
+ * utilization: wall time, so it grows when the machine is loaded) and the message size, and the
+ * medians. The worker has one render thread on a 2-core machine (config.ts renderThreads): when
+ * that thread is delivery's narrowest step, the throughput ratio on / off follows its busy time.
  *
  * Why a second measure: bench/deliver.ts --tracking measures throughput, which on this 2-core
  * machine swings more from round to round than tracking's whole cost when anything else runs;
  * CPU per rendered message moves far less with the load.
  */
 import { randomUUID } from 'node:crypto';
+import type { Worker } from 'node:worker_threads';
 import pino from 'pino';
 import type { MessagesTable } from '../src/db/schema.ts';
 import { generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
@@ -91,6 +95,16 @@ function message(txId: string, i: number): MessagesTable {
   };
 }
 
+/**
+ * The pool's one render thread (a private field, read for this measure only): its event loop's
+ * busy time per message is what bounds delivery when that thread is the pipeline's narrowest step.
+ */
+function renderThread(pool: RenderPool): Worker {
+  const t = (pool as unknown as { threads: ({ worker: Worker } | null)[] }).threads[0];
+  if (!t) throw new Error('no render thread');
+  return t.worker;
+}
+
 async function round(on: boolean) {
   const tx = transmission(on);
   const pool = new RenderPool(1, pino({ level: 'silent' }));
@@ -106,6 +120,8 @@ async function round(on: boolean) {
     for (let i = 0; i < 300; i++) await pool.render(req(i));
     let bytes = 0;
     let next = 0;
+    const thread = renderThread(pool);
+    const busy0 = thread.performance.eventLoopUtilization();
     const cpu0 = process.cpuUsage();
     await Promise.all(
       Array.from({ length: 8 }, async () => {
@@ -118,7 +134,8 @@ async function round(on: boolean) {
       }),
     );
     const cpu = process.cpuUsage(cpu0);
-    return { on, cpuUs: (cpu.user + cpu.system) / N, bytes: bytes / N };
+    const busy = thread.performance.eventLoopUtilization(busy0);
+    return { on, cpuUs: (cpu.user + cpu.system) / N, threadUs: (busy.active * 1000) / N, bytes: bytes / N };
   } finally {
     await pool.close();
   }
@@ -139,6 +156,7 @@ console.log(
       round: i + 1,
       tracking: r.on ? 'on' : 'off',
       'CPU us/msg': r.cpuUs.toFixed(1),
+      'render thread busy us/msg': r.threadUs.toFixed(1),
       'bytes/msg': Math.round(r.bytes),
     })),
   ),
@@ -147,4 +165,9 @@ const off = median(rounds.filter((r) => !r.on).map((r) => r.cpuUs));
 const on = median(rounds.filter((r) => r.on).map((r) => r.cpuUs));
 console.log(
   `CPU per message (main + render thread, medians): off ${off.toFixed(1)} us, on ${on.toFixed(1)} us; tracking adds ${(on - off).toFixed(1)} us (ratio off / on ${(off / on).toFixed(3)})`,
+);
+const tOff = median(rounds.filter((r) => !r.on).map((r) => r.threadUs));
+const tOn = median(rounds.filter((r) => r.on).map((r) => r.threadUs));
+console.log(
+  `render thread busy per message (medians): off ${tOff.toFixed(1)} us, on ${tOn.toFixed(1)} us (ratio off / on ${(tOff / tOn).toFixed(3)})`,
 );
