@@ -10,6 +10,7 @@ import { start as startWebhooks } from './modules/webhooks/engine.ts';
 import { startInboundServer } from './modules/inbound/server.ts';
 import { startSmtpServer } from './smtp/server.ts';
 import { startMetricsServer } from './metrics/metrics-server.ts';
+import { start as startTableMaintenance } from './jobs/table-maintenance.ts';
 
 /**
  * The worker role's engines, in start order: each module's `engine.ts` `start(c)`. A module with
@@ -18,6 +19,7 @@ import { startMetricsServer } from './metrics/metrics-server.ts';
 const WORKER_ENGINES: readonly StartEngine[] = [
   startIdempotencyPurge,
   startEventRetention,
+  startTableMaintenance,
   startDelivery,
   startWebhooks,
 ];
