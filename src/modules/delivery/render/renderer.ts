@@ -3,7 +3,7 @@ import { toCrlf } from '../../../lib/line-ends.ts';
 import { fromDomainOf, parseStoredContent, type StoredContent } from '../../content/stored-content.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
 import { isStatic, mergeData, renderContent, storedKeys } from '../../templates/render-content.ts';
-import { fromSharedBody, type SharedInput } from './shared-body.ts';
+import { fromSharedBody, messageBytes, type SharedInput } from './shared-body.ts';
 import { buildMessage } from './mime.ts';
 import { NO_BOUNCE_HOST } from '../../domains/dns-records.ts';
 import {
@@ -185,7 +185,7 @@ export async function renderMessage(
       const signature = key ? dkimSignatureHeader(parts.head, parts.bodyHash, signOptions(key)) : '';
       const dkimMs = performance.now() - signing;
       const head = Buffer.from(`${signature}${parts.head}\r\n\r\n`, 'latin1');
-      const raw = Buffer.concat([head, parts.body]);
+      const raw = messageBytes(parts, head);
       const renderMs = performance.now() - started;
       return { envelopeFrom, raw, signed: key !== null, renderMs, ...(key ? { dkimMs } : {}) };
     }

@@ -30,10 +30,30 @@ import { type BuildMessageInput, buildMessage } from './mime.ts';
 export interface SharedBodyParts {
   /** The header block of this message (no final CRLF), latin1 text. */
   head: string;
-  /** The body bytes shared by every message of the transmission. */
-  body: Buffer;
+  /**
+   * The body bytes: the transmission's shared body, or for tracked mail a copy with this
+   * message's tokens written in, made when first read (messageBytes writes them straight into the
+   * message instead).
+   */
+  readonly body: Buffer;
   /** DKIM bh= of `body`. */
   bodyHash: string;
+  /** Tracked mail: writes `body` into `out` at `at` (bodyLength bytes). */
+  writeBody?: (out: Buffer, at: number) => void;
+  bodyLength: number;
+}
+
+/**
+ * The message: `head` (its header block with the signature and the blank line), then its body,
+ * in one allocation. For tracked mail that is one copy of the shared body with the tokens written
+ * over it, not a patched copy copied again into the message (issue 16).
+ */
+export function messageBytes(parts: SharedBodyParts, head: Buffer): Buffer {
+  if (!parts.writeBody) return Buffer.concat([head, parts.body]);
+  const out = Buffer.allocUnsafe(head.length + parts.bodyLength);
+  head.copy(out, 0);
+  parts.writeBody(out, head.length);
+  return out;
 }
 
 interface SharedBody {
@@ -170,12 +190,12 @@ function toRuns(occurrences: number[][]): number[] {
 
 /**
  * Writes the replacement's characters (`src` from `at`: token characters, ASCII) over each run of `runs`
- * (toRuns) in `buf`. A byte loop: a message's ~21 tokens are ~42 short writes (body and relaxed
+ * (toRuns) in `buf`, whose offsets start at `base`. A byte loop: a message's ~21 tokens are ~42 short writes (body and relaxed
  * body), and a Buffer.write call each cost more in call overhead than the bytes (issue 16).
  */
-function patch(buf: Buffer, runs: number[], src: string, at: number): void {
+function patch(buf: Buffer, runs: number[], src: string, at: number, base = 0): void {
   for (let k = 0; k < runs.length; k += 3) {
-    let o = runs[k] as number;
+    let o = base + (runs[k] as number);
     const to = at + (runs[k + 2] as number);
     for (let i = at + (runs[k + 1] as number); i < to; i++) buf[o++] = src.charCodeAt(i);
   }
@@ -267,10 +287,10 @@ export async function fromSharedBody(
   lines[t.toAt] = `To: ${toValue}`;
   lines[t.idAt] = `Message-ID: <${messageId}>`;
   lines[t.dateAt] = `Date: ${mailDate(date)}`;
-  if (t.slots.length === 0) return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash };
+  if (t.slots.length === 0)
+    return { head: lines.join('\r\n'), body: t.body, bodyHash: t.bodyHash, bodyLength: t.body.length };
   if (!fill || !t.relaxed) return null;
   const { text, at } = fill(t.markers);
-  const body = Buffer.from(t.body);
   const relaxed = t.relaxed.rest;
   for (const [n, slot] of t.slots.entries()) {
     const from = at[n] ?? -1;
@@ -280,12 +300,30 @@ export async function fromSharedBody(
       const l = lines[line] ?? '';
       lines[line] = l.slice(0, col) + text.slice(from, from + len) + l.slice(col + len);
     }
-    const runs = t.runs[n] as SharedBody['runs'][number];
-    patch(body, runs.body, text, from);
-    patch(relaxed, runs.relaxed, text, from);
+    patch(relaxed, (t.runs[n] as SharedBody['runs'][number]).relaxed, text, from);
   }
-  // dkim.ts dkimBodyHash: SHA-256 of the relaxed body's latin1 bytes, base64.
-  return { head: lines.join('\r\n'), body, bodyHash: t.relaxed.prefix.copy().update(relaxed).digest('base64') };
+  // The body's tokens are written where the body is (messageBytes, or `body` when read): t.body,
+  // t.runs and `text` do not change, so writing later gives the same bytes.
+  const writeBody = (out: Buffer, base: number) => {
+    t.body.copy(out, base);
+    for (let n = 0; n < t.slots.length; n++)
+      patch(out, (t.runs[n] as SharedBody['runs'][number]).body, text, at[n] as number, base);
+  };
+  let body: Buffer | null = null;
+  return {
+    head: lines.join('\r\n'),
+    get body() {
+      if (!body) {
+        body = Buffer.allocUnsafe(t.body.length);
+        writeBody(body, 0);
+      }
+      return body;
+    },
+    // dkim.ts dkimBodyHash: SHA-256 of the relaxed body's latin1 bytes, base64.
+    bodyHash: t.relaxed.prefix.copy().update(relaxed).digest('base64'),
+    writeBody,
+    bodyLength: t.body.length,
+  };
 }
 
 /** Forgets every shared body (tests). */

@@ -16,7 +16,7 @@ import {
 import { deriveTokenKey, verifyToken } from '../../tracking/token.ts';
 import { dkimBodyHash } from './dkim.ts';
 import { buildMessage } from './mime.ts';
-import { clearSharedBodies, fromSharedBody, type SharedInput } from './shared-body.ts';
+import { clearSharedBodies, fromSharedBody, messageBytes, type SharedInput } from './shared-body.ts';
 
 const sameBoundary = (raw: string) => raw.replace(/--_NmP-[0-9a-f]+-Part_/g, '--_NmP-BOUNDARY-Part_');
 
@@ -61,9 +61,10 @@ async function viaShared(txId: string, messageUuid: string, to: { email: string 
   expect(parts).not.toBeNull();
   // The body hash made by patching the relaxed body equals canonicalizing this body afresh.
   expect(parts?.bodyHash).toBe(dkimBodyHash(parts?.body.toString('latin1') ?? ''));
-  return Buffer.concat([Buffer.from(`${parts?.head}\r\n\r\n`, 'latin1'), parts?.body ?? Buffer.alloc(0)]).toString(
-    'latin1',
-  );
+  const whole = Buffer.concat([Buffer.from(`${parts?.head}\r\n\r\n`, 'latin1'), parts?.body ?? Buffer.alloc(0)]);
+  // What the renderer sends: the head and the tokens written straight into one buffer.
+  if (parts) expect(messageBytes(parts, Buffer.from(`${parts.head}\r\n\r\n`, 'latin1')).equals(whole)).toBe(true);
+  return whole.toString('latin1');
 }
 
 describe('tracked shared bodies', () => {
