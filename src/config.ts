@@ -57,6 +57,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('POSTYARD_LOG_LEVEL', `unknown level "${logLevel}"`);
   }
+  const sqliteSynchronous = (str(env, 'POSTYARD_SQLITE_SYNCHRONOUS') ?? 'normal').toLowerCase();
+  if (sqliteSynchronous !== 'normal' && sqliteSynchronous !== 'full') {
+    throw new ConfigError('POSTYARD_SQLITE_SYNCHRONOUS', `expected normal or full, got "${sqliteSynchronous}"`);
+  }
   const logFormat = str(env, 'POSTYARD_LOG_FORMAT') ?? 'auto';
   if (logFormat !== 'auto' && logFormat !== 'json' && logFormat !== 'pretty') {
     throw new ConfigError('POSTYARD_LOG_FORMAT', `expected auto, json or pretty, got "${logFormat}"`);
@@ -168,6 +172,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyPurgeSeconds: int(env, 'POSTYARD_IDEMPOTENCY_PURGE_SECONDS', 60, 1, 86_400),
     shutdownGraceSeconds: int(env, 'POSTYARD_SHUTDOWN_GRACE_SECONDS', 8, 0, 60),
     dbPoolSize: int(env, 'POSTYARD_DB_POOL_SIZE', 10, 1, 500),
+    sqliteSynchronous,
     // Default: one thread per core beyond the main thread (at least 1, at most 4).
     renderThreads: int(env, 'POSTYARD_RENDER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 0, 32),
     httpHeadersTimeoutSeconds,

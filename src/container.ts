@@ -93,6 +93,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.dbPoolSize,
+    sqliteSynchronous: config.sqliteSynchronous,
     ...(opts.pgSchema ? { pgSchema: opts.pgSchema } : {}),
   });
   if (opts.migrate !== false) await migrateToLatest(database);

@@ -20,6 +20,12 @@ export interface NodeConfig {
   databaseUrl: string | null;
   /** PostgreSQL connections per process. */
   dbPoolSize: number;
+  /**
+   * SQLite's `synchronous` (POSTYARD_SQLITE_SYNCHRONOUS): `normal` (default) survives a crash of
+   * the process (kill -9) but not of the machine; `full` flushes the WAL at every commit, so
+   * accepted mail also survives power loss, as PostgreSQL's default commit does.
+   */
+  sqliteSynchronous: 'normal' | 'full';
   redisUrl: string | null;
   /** Master key (32 bytes) for secrets at rest; resolved by resolveMasterKey(). */
   masterKey: Buffer | null;

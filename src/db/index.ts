@@ -37,6 +37,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL schema to use (tests isolate themselves this way). Default: server default. */
   pgSchema?: string;
+  /** SQLite `synchronous`: normal (default) or full (a WAL flush at every commit). */
+  sqliteSynchronous?: 'normal' | 'full';
 }
 
 export function openDatabase(opts: DatabaseOptions): Database {
@@ -47,18 +49,19 @@ export function openDatabase(opts: DatabaseOptions): Database {
   // 0600 first, and tighten files an older version left readable.
   ensurePrivateFile(file);
   tightenFiles(`${file}-wal`, `${file}-shm`, `${file}-journal`);
-  const database = openSqlite(file);
+  const database = openSqlite(file, opts.sqliteSynchronous ?? 'normal');
   tightenFiles(`${file}-wal`, `${file}-shm`);
   return database;
 }
 
-function openSqlite(file: string): Database {
+function openSqlite(file: string, synchronous: 'normal' | 'full'): Database {
   const raw = new SqliteDatabase(file);
   // WAL: readers never block the writer. synchronous=NORMAL in WAL mode survives a process crash
   // (kill -9) without losing committed transactions; only an OS crash/power loss can drop the
-  // last commits. busy_timeout lets CLI commands and the server share the file.
+  // last commits (synchronous=FULL, POSTYARD_SQLITE_SYNCHRONOUS=full, flushes the WAL at every
+  // commit and closes that gap). busy_timeout lets CLI commands and the server share the file.
   raw.pragma('journal_mode = WAL');
-  raw.pragma('synchronous = NORMAL');
+  raw.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
   const checkpointer = startCheckpointer(raw, file);
