@@ -191,22 +191,10 @@ export class GroupCommit {
     } catch (err) {
       bufferInserts(trx, undefined);
       gatherReads(trx, false);
-      await trx
-        .rollback()
-        .execute()
-        .catch(() => {});
+      await rollbackQuietly(trx);
       throw err;
     }
-    try {
-      await trx.commit().execute();
-    } catch (err) {
-      // Kysely keeps the connection after a failed COMMIT; rollback releases it.
-      await trx
-        .rollback()
-        .execute()
-        .catch(() => {});
-      throw new CommitFailed(err);
-    }
+    await commitOrFail(trx);
     return out;
   }
 
@@ -300,21 +288,10 @@ export class GroupCommit {
     try {
       await insertGroups(tx, groups, new Pacer());
     } catch (err) {
-      await tx
-        .rollback()
-        .execute()
-        .catch(() => {});
+      await rollbackQuietly(tx);
       throw err;
     }
-    try {
-      await tx.commit().execute();
-    } catch (err) {
-      await tx
-        .rollback()
-        .execute()
-        .catch(() => {});
-      throw new CommitFailed(err);
-    }
+    await commitOrFail(tx);
     return { out };
   }
 
@@ -371,4 +348,22 @@ function byGuard(assumed: [string, Assumed][], rows: CheckRow[]): Map<string, As
     out.set(name, { ...a, rows: rows.filter((r) => Number(r.guard) === i).map((r) => r.row) });
   }
   return out;
+}
+
+/** Rolls back, ignoring a failure: the connection may be gone already (the error that got us here says so). */
+async function rollbackQuietly(tx: ControlledTransaction<DB>): Promise<void> {
+  await tx
+    .rollback()
+    .execute()
+    .catch(() => {});
+}
+
+/** Commits; a failed COMMIT is rolled back (Kysely keeps the connection after it) and thrown as CommitFailed. */
+async function commitOrFail(tx: ControlledTransaction<DB>): Promise<void> {
+  try {
+    await tx.commit().execute();
+  } catch (err) {
+    await rollbackQuietly(tx);
+    throw new CommitFailed(err);
+  }
 }

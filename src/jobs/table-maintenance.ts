@@ -1,11 +1,10 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { Container } from '../container.ts';
+import { type Container, every } from '../container.ts';
 import { isPostgres } from '../db/dialect.ts';
 import type { Database } from '../db/index.ts';
 import type { Stoppable } from '../engine.ts';
 import { acquireLease } from './lease.ts';
-import { every } from '../container.ts';
 
 /**
  * PostgreSQL with autovacuum turned off (an operator's choice; the PostgreSQL of this project's CI
