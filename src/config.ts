@@ -173,6 +173,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceSeconds: int(env, 'POSTYARD_SHUTDOWN_GRACE_SECONDS', 8, 0, 60),
     dbPoolSize: int(env, 'POSTYARD_DB_POOL_SIZE', 10, 1, 500),
     sqliteSynchronous,
+    sqliteCacheMb: int(env, 'POSTYARD_SQLITE_CACHE_MB', 64, 2, 65_536),
     // Default: one thread per core beyond the main thread (at least 1, at most 4).
     renderThreads: int(env, 'POSTYARD_RENDER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 0, 32),
     httpHeadersTimeoutSeconds,

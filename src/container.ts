@@ -94,6 +94,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     dataDir: config.dataDir,
     poolSize: config.dbPoolSize,
     sqliteSynchronous: config.sqliteSynchronous,
+    sqliteCacheMb: config.sqliteCacheMb,
     ...(opts.pgSchema ? { pgSchema: opts.pgSchema } : {}),
   });
   if (opts.migrate !== false) await migrateToLatest(database);

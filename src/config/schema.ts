@@ -26,6 +26,12 @@ export interface NodeConfig {
    * accepted mail also survives power loss, as PostgreSQL's default commit does.
    */
   sqliteSynchronous: 'normal' | 'full';
+  /**
+   * SQLite's page cache of the main connection in MiB (POSTYARD_SQLITE_CACHE_MB, default 64).
+   * SQLite's own default (2 MB) is sized for embedded use: once the indexes outgrow it every
+   * insert reads its B-tree pages back from the OS on the event loop's thread.
+   */
+  sqliteCacheMb: number;
   redisUrl: string | null;
   /** Master key (32 bytes) for secrets at rest; resolved by resolveMasterKey(). */
   masterKey: Buffer | null;

@@ -39,6 +39,8 @@ export interface DatabaseOptions {
   pgSchema?: string;
   /** SQLite `synchronous`: normal (default) or full (a WAL flush at every commit). */
   sqliteSynchronous?: 'normal' | 'full';
+  /** SQLite page cache of the main connection, MiB (default 64). */
+  sqliteCacheMb?: number;
 }
 
 export function openDatabase(opts: DatabaseOptions): Database {
@@ -49,12 +51,12 @@ export function openDatabase(opts: DatabaseOptions): Database {
   // 0600 first, and tighten files an older version left readable.
   ensurePrivateFile(file);
   tightenFiles(`${file}-wal`, `${file}-shm`, `${file}-journal`);
-  const database = openSqlite(file, opts.sqliteSynchronous ?? 'normal');
+  const database = openSqlite(file, opts.sqliteSynchronous ?? 'normal', opts.sqliteCacheMb ?? 64);
   tightenFiles(`${file}-wal`, `${file}-shm`);
   return database;
 }
 
-function openSqlite(file: string, synchronous: 'normal' | 'full'): Database {
+function openSqlite(file: string, synchronous: 'normal' | 'full', cacheMb: number): Database {
   const raw = new SqliteDatabase(file);
   // WAL: readers never block the writer. synchronous=NORMAL in WAL mode survives a process crash
   // (kill -9) without losing committed transactions; only an OS crash/power loss can drop the
@@ -64,6 +66,10 @@ function openSqlite(file: string, synchronous: 'normal' | 'full'): Database {
   raw.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
+  // SQLite's default page cache is 2 MB. A server's indexes outgrow that within minutes (events by
+  // recipient take inserts all over their B-tree), and every page that falls out is read back
+  // through a system call on this, the event loop's, thread. Negative = KiB.
+  raw.pragma(`cache_size = -${cacheMb * 1024}`);
   const checkpointer = startCheckpointer(raw, file);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return {
