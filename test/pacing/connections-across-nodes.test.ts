@@ -55,7 +55,10 @@ beforeAll(async () => {
   sink = await startSinkMx({
     // Sessions stay open long enough to overlap; `hold*` recipients are never answered, so the
     // session that sends one keeps its slot until its node dies.
-    dataDelayMs: 15,
+    // 40 ms a message: 400 messages over 2 sessions last 8 s or more, so a node that starts late
+    // on a loaded machine still finds mail to claim while the other is sending (15 ms, 3 s, was
+    // once too short in CI: one node took everything before the other claimed).
+    dataDelayMs: 40,
     script: ({ rcpt, stage }) => (stage === 'rcpt' && rcpt.startsWith('hold') ? 'hang' : 'accept'),
   });
   dnsServer = await startDnsServer({
