@@ -24,7 +24,7 @@
  * `sending` state read from the leases table by the API and the gauges.
  * BENCH_LEASE_INDEXES (default `lease_until,holder`) lists the leases table's secondary indexes.
  */
-import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -40,6 +40,7 @@ import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/logger.ts';
 import { FairClaimer, TENANTS_PER_CLAIM } from '../src/modules/delivery/fair-claim.ts';
 import { freshPgSchema, machine, table } from './lib.ts';
+import { mainThreadNs, pct, walFrames } from './lib-claim-cost.ts';
 
 const QUEUED = Number(process.env.BENCH_QUEUED ?? 1_000_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 1_000);
@@ -169,34 +170,6 @@ async function outcomeProto(db: Executor, msgs: MessagesTable[], now: string): P
   await runSql(db, OUTCOME_PROTO, [RESPONSE, now, ids, HOLDER]);
   await runSql(db, UNLEASE, [ids, HOLDER]);
 }
-
-function walFrames(shm: string): number {
-  try {
-    const fd = openSync(shm, 'r');
-    try {
-      const b = Buffer.alloc(4);
-      readSync(fd, b, 0, 4, 16);
-      return b.readUInt32LE(0);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return Number.NaN;
-  }
-}
-
-const SCHEDSTAT = `/proc/${process.pid}/task/${process.pid}/schedstat`;
-const mainThreadNs = () => {
-  try {
-    return Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]);
-  } catch {
-    return Number.NaN;
-  }
-};
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-leases-'));

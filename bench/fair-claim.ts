@@ -15,7 +15,7 @@
  * writers add to it: read the median). What a claim writes, which a loaded machine does not
  * inflate. Target (issue 18): fair claims under 5 ms p99.
  */
-import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -28,6 +28,7 @@ import { createLogger } from '../src/logger.ts';
 import { FairClaimer } from '../src/modules/delivery/fair-claim.ts';
 import { claimDueMessages } from '../src/modules/delivery/queue.repo.ts';
 import { freshPgSchema, machine, table } from './lib.ts';
+import { mainThreadNs, pct, walFrames } from './lib-claim-cost.ts';
 
 const QUEUED = Number(process.env.BENCH_QUEUED ?? 1_000_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 1_000);
@@ -35,40 +36,7 @@ const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 300);
 const BATCH = Number(process.env.BENCH_BATCH ?? 200);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? '';
 
-/** WAL frames in use (mxFrame of the WAL index header, -shm offset 16), or NaN when unreadable. */
-function walFrames(shm: string): number {
-  try {
-    const fd = openSync(shm, 'r');
-    try {
-      const b = Buffer.alloc(4);
-      readSync(fd, b, 0, 4, 16);
-      return b.readUInt32LE(0);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/**
- * Nanoseconds the main thread has run (Linux /proc schedstat), or NaN. process.cpuUsage() counts
- * every thread: the SQLite checkpoint thread and V8's helpers too, which run beside the claim.
- */
-const SCHEDSTAT = `/proc/${process.pid}/task/${process.pid}/schedstat`;
-function mainThreadNs(): number {
-  try {
-    return Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]);
-  } catch {
-    return Number.NaN;
-  }
-}
-
 const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'postyard-bench-fair-'));
