@@ -14,7 +14,7 @@ import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
 import { killChildren, SPAWN_TEST_TIMEOUT_MS } from '../helpers/server-process.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
-import { sampleClaims } from './claim-sampler.ts';
+import { sampleClaims, startNodeWorkers } from './claim-sampler.ts';
 import { writePacingFile } from './pacing-file.ts';
 
 /**
@@ -117,9 +117,10 @@ describe(`max_connections across nodes (${DIALECT})`, () => {
   it('the sink never has more than 2 sessions open from one address, all nodes together', async () => {
     // Queued before the workers start, so every node finds plenty and wants both of its lanes.
     for (let k = 0; k < 8; k++) await send(`m${k}-`, 'dest.test', 50);
-    // Small claims: both nodes take part of the mail at once.
-    workers.push(startTestWorker(ctx.c, 'conn-w1', { signing, batchSize: 25 }));
-    if (ctx2) workers.push(startTestWorker(ctx2.c, 'conn-w2', { signing, batchSize: 25 }));
+    // Small claims, each node holding part of the mail at once (startNodeWorkers).
+    const nodes = [{ c: ctx.c, workerId: 'conn-w1' }];
+    if (ctx2) nodes.push({ c: ctx2.c, workerId: 'conn-w2' });
+    workers.push(...(await startNodeWorkers(nodes, { signing, batchSize: 25 })));
     const started = Date.now();
     const sampler = sampleClaims(ctx.c.database, [t.tenantId]);
     let holders: Set<string>;

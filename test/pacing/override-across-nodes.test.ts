@@ -8,9 +8,9 @@ import {
   type TestContext,
   type TestTenant,
 } from '../helpers/context.ts';
-import { startTestWorker, testSigningKey } from '../helpers/delivery.ts';
+import { testSigningKey } from '../helpers/delivery.ts';
 import { type Destination, startDestination } from '../helpers/destination.ts';
-import { sampleClaims } from './claim-sampler.ts';
+import { sampleClaims, startNodeWorkers } from './claim-sampler.ts';
 import { writePacingFile } from './pacing-file.ts';
 
 /**
@@ -89,9 +89,10 @@ describe(`a tenant's max_connections override across nodes (${DIALECT})`, () => 
         });
       }
     }
-    // Small claims: both nodes take part of each tenant's mail.
-    workers.push(startTestWorker(node1.c, 'override-w1', { signing, batchSize: 20 }));
-    if (node2) workers.push(startTestWorker(node2.c, 'override-w2', { signing, batchSize: 20 }));
+    // Small claims, each node holding part of each tenant's mail at once (startNodeWorkers).
+    const nodes = [{ c: node1.c, workerId: 'override-w1' }];
+    if (node2) nodes.push({ c: node2.c, workerId: 'override-w2' });
+    workers.push(...(await startNodeWorkers(nodes, { signing, batchSize: 20 }, 1_000)));
     const sink = destination.sink;
     const started = Date.now();
     const sampler = sampleClaims(node1.c.database, [a.tenantId]);
