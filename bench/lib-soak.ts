@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 
@@ -282,4 +283,41 @@ export function slope(xs: number[], ys: number[]): number {
     den += (x - mx) ** 2;
   });
   return den ? num / den : Number.NaN;
+}
+
+/**
+ * Runs bench/fsync-probe.ts in `dir` and keeps its samples: per window, the longest fdatasync of
+ * an 8 KB block on that disk (what a commit waits for), so a latency spike can be told apart from
+ * a stall of the storage under it.
+ */
+export class FsyncProbe {
+  private readonly child: ChildProcess;
+  private samples: number[] = [];
+  private partial = '';
+
+  constructor(readonly dir: string) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', 'bench/fsync-probe.ts', dir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    this.child.stdout?.setEncoding('utf8');
+    this.child.stdout?.on('data', (chunk: string) => {
+      const lines = (this.partial + chunk).split('\n');
+      this.partial = lines.pop() ?? '';
+      for (const l of lines) this.samples.push(Number(l.split(' ')[1]));
+    });
+  }
+
+  /** The samples since the last call: their maximum and how many took over 100 ms. */
+  takeWindow(): { maxMs: number; over100: number } {
+    const s = this.samples;
+    this.samples = [];
+    return { maxMs: s.length ? Math.max(...s) : Number.NaN, over100: s.filter((v) => v > 100).length };
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
 }

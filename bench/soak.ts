@@ -4,7 +4,8 @@
  * (default 600): 80 % POST /v1/transmissions (one recipient each, delivered through the relay to a
  * sink in its own process), 10 % GET /v1/events, 10 % GET /v1/messages/:id. Every window it samples
  * latency, achieved rate, RSS/heap/CPU of the server, its longest event-loop delay and GC time, the
- * SQLite WAL size, MB/s written, queue depth and delivered count; the verdict holds it to p99 under
+ * SQLite WAL size, MB/s written, queue depth and delivered count, and the disk's own fdatasync latency
+ * (bench/fsync-probe.ts, in another process); the verdict holds it to p99 under
  * SOAK_P99_TARGET_MS (250) in every window and RSS flat (last third within 5 % of the first). At the
  * end it waits for the queue to drain and checks that every 202 reached the sink exactly once. Baseline in
  * the same run: the same load against bare Fastify routes (bench/soak-baseline.ts).
@@ -19,7 +20,7 @@ import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { freePort, machine, spawnNode, table, waitHttp } from './lib.ts';
 import { compareDelivery, freshPgDatabase, startRecipientSink } from './lib-pg.ts';
-import { mean, OpenLoop, procStat, scrapeServer, slope, type WindowStats } from './lib-soak.ts';
+import { FsyncProbe, mean, OpenLoop, procStat, scrapeServer, slope, type WindowStats } from './lib-soak.ts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const RATE = Number(process.env.SOAK_RPS ?? 1000);
@@ -77,6 +78,9 @@ interface Row {
   /** MB/s the server processes wrote to storage during the window. */
   writeMbs: number;
   cpuPct: number;
+  /** The disk under it: longest 8 KB fdatasync of bench/fsync-probe.ts, and how many over 100 ms. */
+  fsyncMaxMs: number;
+  fsyncOver100: number;
   queue: number;
   delivered: number;
 }
@@ -227,6 +231,12 @@ async function main() {
     eventsOf20: EVENTS_OF_20,
     capacity: CAPACITY,
   });
+  // The disk's own commit latency beside the run (bench/fsync-probe.ts): in the data directory
+  // for SQLite, and for PostgreSQL in SOAK_FSYNC_DIR (its data directory's disk; this machine has
+  // one disk, so the temporary directory by default).
+  const probe = new FsyncProbe(process.env.SOAK_FSYNC_DIR ?? dir);
+  cleanups.push(() => probe.stop());
+  console.log(`fsync probe: 8 KB + fdatasync every 50 ms in ${probe.dir}`);
   const rows: Row[] = [];
   let lastCpu = children.map((c) => procStat(c.pid as number).cpuSeconds);
   let lastGc = (await scrapeServer(origin)).gcSeconds;
@@ -247,6 +257,7 @@ async function main() {
     const writeMbs = written.reduce((a, b, k) => a + b - (lastWritten[k] ?? 0), 0) / w.seconds;
     lastWritten = written;
     const server = await scrapeServer(origin);
+    const disk = probe.takeWindow();
     const row: Row = {
       t,
       tail,
@@ -259,6 +270,8 @@ async function main() {
       walMb: db ? Number.NaN : walMb(),
       writeMbs,
       cpuPct,
+      fsyncMaxMs: disk.maxMs,
+      fsyncOver100: disk.over100,
       queue: await queueDepth(),
       delivered: await sink.count(),
     };
@@ -268,7 +281,7 @@ async function main() {
       `  t=${t}s ok/s=${Math.round(w.ok / w.seconds)} p50=${w.p50.toFixed(1)} p99=${w.p99.toFixed(1)} max=${Math.round(w.max)} ms ` +
         `errors=${w.errors} loop max=${Math.round(row.loopMaxMs)} ms gc=${Math.round(row.gcMs)} ms ` +
         `rss=${row.rss.map((r) => Math.round(r)).join('+')} MB${db ? '' : ` wal=${row.walMb.toFixed(1)} MB`} ` +
-        `queue=${row.queue} delivered=${row.delivered}`,
+        `fsync max=${Math.round(row.fsyncMaxMs)} ms queue=${row.queue} delivered=${row.delivered}`,
     );
   });
   await load.close();
@@ -309,6 +322,8 @@ async function main() {
         ...(db ? {} : { 'WAL MB': Math.round(r.walMb) }),
         'write MB/s': Math.round(r.writeMbs),
         'CPU %': Math.round(r.cpuPct),
+        'fsync max ms': Math.round(r.fsyncMaxMs),
+        'fsync >100 ms': r.fsyncOver100,
         queue: r.queue,
         delivered: r.delivered,
         phase: r.tail ? 'tail' : r.t <= WARMUP ? 'warm-up' : '',
@@ -380,7 +395,7 @@ async function main() {
       slowWindows.length === 0
         ? `MET (${judged.length} windows, worst p99 ${Math.max(...judged.map((r) => r.w.p99)).toFixed(1)} ms)`
         : `NOT MET in ${slowWindows.length} of ${judged.length} windows (${slowWindows
-            .map((r) => `t=${r.t}s p99 ${Math.round(r.w.p99)} ms`)
+            .map((r) => `t=${r.t}s p99 ${Math.round(r.w.p99)} ms, disk fsync max ${Math.round(r.fsyncMaxMs)} ms`)
             .join(', ')})`
     }; longest event-loop delay ${Math.round(Math.max(...rows.map((r) => r.loopMaxMs)))} ms`,
   );
