@@ -236,9 +236,15 @@ export function procStat(pid: number): { rssMb: number; cpuSeconds: number; writ
  * event loop's delay since the previous scrape (prom-client resets its histogram on every
  * collect, so with one scraper these are per window) and the cumulative GC pause time.
  */
-export async function scrapeServer(
-  origin: string,
-): Promise<{ heapMb: number; rssMb: number; loopMaxMs: number; loopP99Ms: number; gcSeconds: number }> {
+export async function scrapeServer(origin: string): Promise<{
+  heapMb: number;
+  heapTotalMb: number;
+  externalMb: number;
+  rssMb: number;
+  loopMaxMs: number;
+  loopP99Ms: number;
+  gcSeconds: number;
+}> {
   try {
     const text = await (await fetch(`${origin}/metrics`)).text();
     /** Sum of every sample of `name` (all label sets). */
@@ -251,6 +257,10 @@ export async function scrapeServer(
     };
     return {
       heapMb: sum('nodejs_heap_size_used_bytes') / 2 ** 20,
+      // What V8 has committed (heap total) and the memory outside its heap it accounts for
+      // (Buffers, ArrayBuffers): with RSS, they tell a step of V8's from one of native code's.
+      heapTotalMb: sum('nodejs_heap_size_total_bytes') / 2 ** 20,
+      externalMb: sum('nodejs_external_memory_bytes') / 2 ** 20,
       rssMb: sum('process_resident_memory_bytes') / 2 ** 20,
       loopMaxMs: sum('nodejs_eventloop_lag_max_seconds') * 1000,
       loopP99Ms: sum('nodejs_eventloop_lag_p99_seconds') * 1000,
@@ -259,6 +269,8 @@ export async function scrapeServer(
   } catch {
     return {
       heapMb: Number.NaN,
+      heapTotalMb: Number.NaN,
+      externalMb: Number.NaN,
       rssMb: Number.NaN,
       loopMaxMs: Number.NaN,
       loopP99Ms: Number.NaN,

@@ -32,6 +32,8 @@ const [SEND_OF_20, EVENTS_OF_20] = (process.env.SOAK_MIX ?? '16,2').split(',').m
 const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? '';
 const SPLIT = process.env.SOAK_ROLES === 'split';
 const CAPACITY = Math.ceil(SECONDS * RATE * (SEND_OF_20 / 20)) + 10_000;
+const signed = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`;
+
 /** The targets the verdict prints (issue 13): p99 under this in every window, RSS flat within RSS_FLAT. */
 const P99_TARGET_MS = Number(process.env.SOAK_P99_TARGET_MS ?? 250);
 const RSS_FLAT = 0.05;
@@ -68,6 +70,8 @@ interface Row {
   w: WindowStats;
   rss: number[];
   heapMb: number;
+  heapTotalMb: number;
+  externalMb: number;
   /** Longest event-loop delay of the (first) server in this window, and its p99. */
   loopMaxMs: number;
   loopP99Ms: number;
@@ -264,6 +268,8 @@ async function main() {
       w,
       rss: stats.map((s) => s.rssMb),
       heapMb: server.heapMb,
+      heapTotalMb: server.heapTotalMb,
+      externalMb: server.externalMb,
       loopMaxMs: server.loopMaxMs,
       loopP99Ms: server.loopP99Ms,
       gcMs: (server.gcSeconds - lastGc) * 1000,
@@ -317,6 +323,8 @@ async function main() {
         'max ms': Math.round(r.w.max),
         'RSS MB': r.rss.map((x) => Math.round(x)).join('+'),
         'heap MB': Math.round(r.heapMb),
+        'heap total MB': Math.round(r.heapTotalMb),
+        'external MB': Math.round(r.externalMb),
         'loop max ms': Math.round(r.loopMaxMs),
         'GC ms': Math.round(r.gcMs),
         ...(db ? {} : { 'WAL MB': Math.round(r.walMb) }),
@@ -339,7 +347,10 @@ async function main() {
   const last = steady.slice(-third);
   const rssOf = (rs: Row[]) => mean(rs.map((r) => r.rss.reduce((a, b) => a + b, 0)));
   const rssGrowth = rssOf(last) - rssOf(first);
-  const heapGrowth = mean(last.map((r) => r.heapMb)) - mean(first.map((r) => r.heapMb));
+  const growth = (of: (r: Row) => number) => mean(last.map(of)) - mean(first.map(of));
+  const heapGrowth = growth((r) => r.heapMb);
+  const heapTotalGrowth = growth((r) => r.heapTotalMb);
+  const externalGrowth = growth((r) => r.externalMb);
   const p99Ratio = mean(last.map((r) => r.w.p99)) / mean(first.map((r) => r.w.p99));
   const p50Ratio = mean(last.map((r) => r.w.p50)) / mean(first.map((r) => r.w.p50));
   const okRate = (ws: { w: WindowStats }[]) => mean(ws.map((r) => r.w.ok / r.w.seconds));
@@ -409,9 +420,16 @@ async function main() {
       `${rssGrowth >= 0 ? '+' : ''}${rssGrowth.toFixed(1)} MB, slope ${slope(
         minutes,
         steady.map((r) => r.rss.reduce((a, b) => a + b, 0)),
-      ).toFixed(2)} MB/min), heap ${heapGrowth >= 0 ? '+' : ''}${heapGrowth.toFixed(1)} MB, peak RSS ` +
+      ).toFixed(2)} MB/min), heap ${signed(heapGrowth)} MB, peak RSS ` +
       `${peak.map((x) => Math.round(x)).join('+')} MB`,
   );
+  // Where an RSS change sits: V8's committed heap, the external memory it accounts for, or the
+  // rest (native allocations: SQLite's page cache, the allocator's arenas, thread stacks).
+  if (children.length === 1)
+    console.log(
+      `  memory by owner (first vs last third): V8 heap committed ${signed(heapTotalGrowth)} MB, external ` +
+        `${signed(externalGrowth)} MB, the rest of RSS (native) ${signed(rssGrowth - heapTotalGrowth - externalGrowth)} MB`,
+    );
   console.log(
     `  latency: p99 last/first third ${p99Ratio.toFixed(2)}, p50 ${p50Ratio.toFixed(2)}: ${latOk ? 'no rise (< 1.5x)' : 'RISES (>= 1.5x)'}`,
   );
