@@ -29,7 +29,10 @@ RUN echo '{"name":"postyard-image","private":true,"overrides":{"light-my-request
 
 # --- runtime: no compilers, a non-root user, a data volume ---
 FROM node:22-bookworm-slim
+# glibc: a fixed mmap threshold keeps large transient buffers out of the main malloc heap, which
+# otherwise keeps their pages resident (docs/operations.md "Memory").
 ENV NODE_ENV=production \
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 \
     POSTYARD_DATA_DIR=/var/lib/postyard \
     POSTYARD_HTTP_HOST=0.0.0.0 \
     POSTYARD_HTTP_PORT=3000 \

@@ -67,8 +67,12 @@ if [[ $(id -u) == 0 ]]; then
   getent group nogroup >/dev/null || RUN=(runuser -u nobody --)
 fi
 
+# The container's glibc malloc setting (Dockerfile ENV; docs/operations.md "Memory"), so the
+# process checked here runs as the image's does.
+TUNABLES=$(sed -n 's/^ *GLIBC_TUNABLES=\([^ ]*\).*/\1/p' "$REPO/Dockerfile")
+[[ -n $TUNABLES ]] || { echo "deploy-check: the Dockerfile sets no GLIBC_TUNABLES" >&2; exit 1; }
 echo "deploy-check: starting as $(if ((${#RUN[@]})); then echo nobody; else id -un; fi) on 127.0.0.1:$PORT"
-env -i PATH="$PATH" HOME="$DATA" NODE_ENV=production \
+env -i PATH="$PATH" HOME="$DATA" NODE_ENV=production GLIBC_TUNABLES="$TUNABLES" \
   POSTYARD_DATA_DIR="$DATA" POSTYARD_HTTP_HOST=127.0.0.1 POSTYARD_HTTP_PORT="$PORT" \
   POSTYARD_SMTP_HOST=127.0.0.1 POSTYARD_SMTP_PORT=0 POSTYARD_EHLO_NAME=deploy-check.postyard.test \
   "${RUN[@]}" "$BIN" start >"$WORK/out.log" 2>&1 &
