@@ -71,6 +71,10 @@ fi
 # process checked here runs as the image's does.
 TUNABLES=$(sed -n 's/^ *GLIBC_TUNABLES=\([^ ]*\).*/\1/p' "$REPO/Dockerfile")
 [[ -n $TUNABLES ]] || { echo "deploy-check: the Dockerfile sets no GLIBC_TUNABLES" >&2; exit 1; }
+# `npm start` and the systemd unit must run with the same setting as the image.
+for f in package.json deploy/postyard.service; do
+  grep -qF "$TUNABLES" "$REPO/$f" || { echo "deploy-check: $f does not set GLIBC_TUNABLES=$TUNABLES" >&2; exit 1; }
+done
 echo "deploy-check: starting as $(if ((${#RUN[@]})); then echo nobody; else id -un; fi) on 127.0.0.1:$PORT"
 env -i PATH="$PATH" HOME="$DATA" NODE_ENV=production GLIBC_TUNABLES="$TUNABLES" \
   POSTYARD_DATA_DIR="$DATA" POSTYARD_HTTP_HOST=127.0.0.1 POSTYARD_HTTP_PORT="$PORT" \

@@ -417,7 +417,7 @@ async function main() {
   );
   console.log(
     `  memory: RSS ${Math.round(rssOf(first))} -> ${Math.round(rssOf(last))} MB (first vs last third of steady windows, ` +
-      `${rssGrowth >= 0 ? '+' : ''}${rssGrowth.toFixed(1)} MB, slope ${slope(
+      `${signed(rssGrowth)} MB, slope ${slope(
         minutes,
         steady.map((r) => r.rss.reduce((a, b) => a + b, 0)),
       ).toFixed(2)} MB/min), heap ${signed(heapGrowth)} MB, peak RSS ` +
