@@ -9,7 +9,7 @@
  * BENCH_MESSAGES overrides the count; BENCH_CPU_PROF=<dir> writes V8 CPU profiles of the servers.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,6 +127,31 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+/** The whole machine's idle and busy jiffies (/proc/stat's first line): was a round CPU-bound? */
+function machineJiffies(): { idle: number; total: number } {
+  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  return { idle, total: f.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * CPU of every PostgreSQL server process (backends, WAL writer, checkpointer), in ms: what the
+ * database costs per message beside the Node process, on the same cores.
+ */
+function postgresCpuMs(): number {
+  let ms = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) continue;
+      ms += cpuMs(Number(pid));
+    } catch {
+      // the process ended between the listing and the read
+    }
+  }
+  return ms;
+}
+
 interface Target {
   label: string;
   port: number;
@@ -136,6 +161,10 @@ interface Target {
   transport?: ReturnType<typeof client>;
   seconds: number;
   cpuMs: number;
+  /** PostgreSQL server processes' CPU during this target's rounds (any target: 0 when not used). */
+  pgCpuMs: number;
+  idleJiffies: number;
+  totalJiffies: number;
   latencies: number[];
   failed: number;
 }
@@ -155,6 +184,9 @@ async function startBare(): Promise<Target> {
     child,
     seconds: 0,
     cpuMs: 0,
+    pgCpuMs: 0,
+    idleJiffies: 0,
+    totalJiffies: 0,
     latencies: [],
     failed: 0,
   };
@@ -184,6 +216,9 @@ async function startPostyard(label: string, env: Record<string, string>): Promis
     child,
     seconds: 0,
     cpuMs: 0,
+    pgCpuMs: 0,
+    idleJiffies: 0,
+    totalJiffies: 0,
     latencies: [],
     failed: 0,
   };
@@ -221,8 +256,14 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       for (const t of targets) {
         const cpu0 = cpuMs(t.child.pid);
+        const pg0 = postgresCpuMs();
+        const j0 = machineJiffies();
         const r = await load(t.transport as ReturnType<typeof client>, MESSAGES / ROUNDS);
         t.cpuMs += cpuMs(t.child.pid) - cpu0;
+        t.pgCpuMs += postgresCpuMs() - pg0;
+        const j1 = machineJiffies();
+        t.idleJiffies += j1.idle - j0.idle;
+        t.totalJiffies += j1.total - j0.total;
         t.seconds += r.seconds;
         t.latencies.push(...r.latencies);
         t.failed += r.failed;
@@ -246,6 +287,8 @@ async function main() {
         target: t.label,
         'messages/s': Math.round(rate(t)),
         'server CPU us/msg': Math.round((t.cpuMs * 1000) / MESSAGES),
+        'PostgreSQL CPU us/msg': Math.round((t.pgCpuMs * 1000) / MESSAGES),
+        'machine idle %': Math.round((100 * t.idleJiffies) / Math.max(1, t.totalJiffies)),
         'p50 ms': pct(t, 0.5),
         'p99 ms': pct(t, 0.99),
         ratio: rate(t) / rate(base),

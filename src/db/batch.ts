@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { Pacer } from '../lib/pacer.ts';
 import { isPostgres, runSql, shapedSql } from './dialect.ts';
+import { PREPARED } from './prepared.ts';
 import { insertBufferOf } from './deferred-inserts.ts';
 import type { Executor } from './executor.ts';
 import type { DB } from './schema.ts';
@@ -94,6 +95,13 @@ export async function insertGroups(
 }
 
 /**
+ * Most checks (one per tenant of a batch, src/db/coalesce.ts) in a text that is prepared by name:
+ * more tenants in one batch make a rarer text, run unnamed, so no connection collects a prepared
+ * statement per batch size.
+ */
+const MAX_PREPARED_CHECKS = 4;
+
+/**
  * PostgreSQL: the INSERTs of all `groups` as one statement (data-modifying WITH clauses), or
  * null when that is not possible (SQLite, rows that are not uniform). One statement is atomic
  * on its own, in a transaction or not.
@@ -129,13 +137,16 @@ export async function oneStatement(
     params.push(json);
   }
   const body = insertJsonSql(db, shape.join(';'), checks.length);
-  if (checks.length === 0) return { sql: `with ${body}`, params };
+  // Prepared by name (src/db/prepared.ts): the texts are a small family (the tables' column lists
+  // and up to MAX_PREPARED_CHECKS checks), each run thousands of times a second under load.
+  const mark = checks.length <= MAX_PREPARED_CHECKS ? PREPARED : '';
+  if (checks.length === 0) return { sql: `${mark}with ${body}`, params };
   const ctes = checks.map((c, i) => {
     const cte = `g${i} as materialized (${c.sql(params.length + 1)})`;
     params.push(...c.params);
     return cte;
   });
-  return { sql: `with ${ctes.join(', ')}, ${body}`, params };
+  return { sql: `${mark}with ${ctes.join(', ')}, ${body}`, params };
 }
 
 /** The checks alone, as oneStatement would run them with rows (same result columns). */

@@ -7,6 +7,7 @@ import { ensurePrivateDir, ensurePrivateFile, tightenFiles } from '../lib/privat
 import { type Dialect, isPostgres } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema.ts';
+import { namePreparedStatements } from './prepared.ts';
 import { startCheckpointer } from './sqlite-checkpointer.ts';
 import { withStatementCache } from './statement-cache.ts';
 
@@ -137,6 +138,7 @@ function openPostgres(url: string, poolSize: number, schema?: string): Database 
   // process. The query already failed with the error; the pool drops the dead client on release.
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    namePreparedStatements(client);
   });
   const db = new Kysely<DB>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   return {

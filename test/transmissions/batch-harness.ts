@@ -48,7 +48,8 @@ export function countingGroupCommit(database: Database) {
         const v = Reflect.get(target, prop, target);
         if (prop === 'executeQuery') {
           return (q: { sql: string }) => {
-            if (/^\s*(insert|with)/i.test(q.sql)) stats.inserts++;
+            // A leading comment: src/db/prepared.ts marks the batch statement for preparing.
+            if (/^\s*(\/\*[^*]*\*\/\s*)?(insert|with)/i.test(q.sql)) stats.inserts++;
             if (/from "suppressions"/.test(q.sql)) stats.lookups++;
             return (v as (q: unknown) => unknown).call(target, q);
           };

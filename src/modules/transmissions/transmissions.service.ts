@@ -79,7 +79,9 @@ export class TransmissionsService {
       unique.map((r) => r.email),
       input.mailType,
     );
-    await pace.yield();
+    // A turn of the loop only if the lookup ran past the slice (SQLite, thousands of addresses):
+    // a forced one delayed every one-recipient accept by a loop turn (SMTP ingest, session 12).
+    await pace.tick();
 
     const messages: MessagesTable[] = [];
     const events: NewEvent[] = [];
