@@ -22,15 +22,33 @@ export const PREPARED = '/* prepared */ ';
 
 type Query = (...args: unknown[]) => unknown;
 
-/** Wraps `client.query` so that texts starting with PREPARED run as named statements. */
+/** SQLSTATE invalid_sql_statement_name: the server has no statement of that name. */
+const NO_SUCH_STATEMENT = '26000';
+
+/**
+ * Wraps `client.query` so that texts starting with PREPARED run as named statements (promise
+ * calls, as Kysely makes them; a call with a callback is passed through unchanged).
+ *
+ * If the server has lost the statement while pg still counts it as parsed on this connection
+ * (a `DEALLOCATE ALL` or `DISCARD ALL`, as some poolers send), the statement failed before it
+ * ran: pg is told to forget it and it is sent once more with its text, so one lost statement
+ * does not fail every later batch on the connection.
+ */
 export function namePreparedStatements(client: pg.PoolClient | pg.Client): void {
-  const target = client as unknown as { query: Query };
+  const target = client as unknown as { query: Query; connection?: { parsedStatements?: Record<string, string> } };
   const query = target.query.bind(client) as Query;
   target.query = (text: unknown, values?: unknown, callback?: unknown) => {
-    if (typeof text === 'string' && text.startsWith(PREPARED)) {
-      return query({ name: statementName(text), text, values }, callback);
+    if (typeof text !== 'string' || !text.startsWith(PREPARED) || callback !== undefined) {
+      return query(text, values, callback);
     }
-    return query(text, values, callback);
+    const name = statementName(text);
+    const run = () => query({ name, text, values }) as Promise<unknown>;
+    return run().catch((err: unknown) => {
+      if ((err as { code?: unknown } | null)?.code !== NO_SUCH_STATEMENT) throw err;
+      const parsed = target.connection?.parsedStatements;
+      if (parsed) delete parsed[name];
+      return run();
+    });
   };
 }
 

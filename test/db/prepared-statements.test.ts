@@ -59,6 +59,23 @@ describe.skipIf(!PG)('named prepared statements on PostgreSQL', () => {
     }
   });
 
+  it('a statement the server lost (DEALLOCATE ALL, as poolers send) is prepared again, not failed', async () => {
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL ?? undefined });
+    await client.connect();
+    try {
+      namePreparedStatements(client);
+      const marked = `${PREPARED}select $1::int * 3 as n`;
+      expect((await client.query(marked, [2])).rows).toEqual([{ n: 6 }]);
+      await client.query('deallocate all');
+      expect((await client.query(marked, [3])).rows).toEqual([{ n: 9 }]);
+      expect((await client.query(marked, [4])).rows).toEqual([{ n: 12 }]);
+      const rows = (await client.query<Prepared>(PREPARED_SQL)).rows;
+      expect(rows).toEqual([{ name: statementName(marked), statement: marked, runs: 2 }]);
+    } finally {
+      await client.end();
+    }
+  });
+
   describe('accepts through the group commit', () => {
     let ctx: TestContext;
     let t: TestTenant;
