@@ -10,10 +10,11 @@
  * end it waits for the queue to drain and checks that every 202 reached the sink exactly once. Baseline in
  * the same run: the same load against bare Fastify routes (bench/soak-baseline.ts).
  * SQLite by default; PostgreSQL (a fresh database, dropped at the end) when DATABASE_URL or
- * BENCH_DATABASE_URL is set. The server is the compiled dist/ (built first), as `npm start` runs.
+ * BENCH_DATABASE_URL is set. The server is the compiled dist/ (built first), as `npm start` runs,
+ * with the GLIBC_TUNABLES npm start sets (the soak's own GLIBC_TUNABLES, even empty, replaces it).
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -47,6 +48,18 @@ const NODE_ARGS = (process.env.SOAK_NODE_ARGS ?? '').split(' ').filter(Boolean);
  */
 const FROM_SOURCES = process.env.SOAK_SOURCES === '1';
 const BIN = FROM_SOURCES ? 'bin/postyard-src.js' : 'bin/postyard.js';
+
+/**
+ * The glibc setting `npm start` gives the server (package.json, the Dockerfile and the systemd
+ * unit carry the same, docs/operations.md "Memory"), so the soak measures the memory of the
+ * server as users start it. GLIBC_TUNABLES in the soak's own environment (empty: none) wins.
+ */
+function startTunables(): string {
+  if (process.env.GLIBC_TUNABLES !== undefined) return process.env.GLIBC_TUNABLES;
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } };
+  return /GLIBC_TUNABLES=\$\{GLIBC_TUNABLES:-([^}]*)\}/.exec(pkg.scripts.start)?.[1] ?? '';
+}
+const TUNABLES = startTunables();
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 async function cleanup() {
@@ -148,6 +161,7 @@ async function main() {
     console.log('server: compiled dist/ (building it: npm run build:server; SOAK_SOURCES=1 runs the sources)');
     execFileSync('npm', ['run', '--silent', 'build:server'], { stdio: 'inherit' });
   } else console.log(`server: ${FROM_SOURCES ? 'TypeScript sources through tsx' : 'dist/ as it is (SOAK_NO_BUILD=1)'}`);
+  console.log(`server environment: GLIBC_TUNABLES=${TUNABLES || '(none)'}, as npm start sets it`);
 
   console.log(`baseline: bare Fastify, same load, ${BASELINE_SECONDS} s ...`);
   const base = await baseline();
@@ -173,6 +187,7 @@ async function main() {
     POSTYARD_RATE_LIMIT_RPS: String(RATE * 20),
     POSTYARD_RATE_LIMIT_BURST: String(RATE * 40),
     ...(db ? { DATABASE_URL: db.url } : {}),
+    GLIBC_TUNABLES: TUNABLES,
   };
   const out = execFileSync(
     process.execPath,
