@@ -67,7 +67,7 @@ class CommitFailed extends Error {
  * ones. A batch of accepts takes ~1 ms on PostgreSQL: work that arrives meanwhile waits for it
  * and goes in the next batch whole, one statement and one WAL flush for all of it, where a lane
  * opened at once would split the same work into batches of one or two, each paying its own
- * statement and flush (SMTP ingest at 10 connections: PostgreSQL CPU per message 125-133 us
+ * statement and flush (SMTP ingest at 10 connections: PostgreSQL CPU per message 128-155 us
  * with a lane for every arrival, 90-93 us with one lane; docs/benchmarks.md, session 12).
  *
  * A failure never fails a neighbour: if unit i throws, the batch is rolled back and run again
