@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
 import { createLogger } from '../src/logger.ts';
@@ -111,13 +110,4 @@ export async function waitDelivered(url: string, n: number, onFirst: () => void 
   });
   const end = performance.now();
   return { totalSecs: (end - t0) / 1000, firstToLastSecs: (end - first) / 1000 };
-}
-
-/** Busy and total jiffies of all CPUs of the machine (/proc/stat), to report how saturated it was. */
-export function machineCpu(): { busy: number; total: number } {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
-  const v = line.trim().split(/\s+/).slice(1).map(Number);
-  const total = v.reduce((a, b) => a + b, 0);
-  const idle = (v[3] ?? 0) + (v[4] ?? 0);
-  return { busy: total - idle, total };
 }

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import pg from 'pg';
@@ -76,4 +77,13 @@ export function table(rows: Record<string, string | number>[]): string {
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map((r) => line(cols.map((c) => cell(r[c])))),
   ].join('\n');
+}
+
+/** Busy and total jiffies of all CPUs of the machine (/proc/stat), to report how saturated it was. */
+export function machineCpu(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  const idle = (v[3] ?? 0) + (v[4] ?? 0);
+  return { busy: total - idle, total };
 }

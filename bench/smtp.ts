@@ -17,7 +17,7 @@ import nodemailer from 'nodemailer';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
 import { createLogger } from '../src/logger.ts';
-import { freePort, freshPgSchema, machine, spawnNode, stop, table } from './lib.ts';
+import { freePort, freshPgSchema, machine, machineCpu, spawnNode, stop, table } from './lib.ts';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 20_000);
 const WARMUP = Math.min(2_000, MESSAGES);
@@ -125,13 +125,6 @@ function cpuMs(pid: number | undefined): number {
   } catch {
     return Number.NaN;
   }
-}
-
-/** The whole machine's idle and busy jiffies (/proc/stat's first line): was a round CPU-bound? */
-function machineJiffies(): { idle: number; total: number } {
-  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
-  const idle = (f[3] ?? 0) + (f[4] ?? 0);
-  return { idle, total: f.reduce((a, b) => a + b, 0) };
 }
 
 /**
@@ -257,12 +250,12 @@ async function main() {
       for (const t of targets) {
         const cpu0 = cpuMs(t.child.pid);
         const pg0 = postgresCpuMs();
-        const j0 = machineJiffies();
+        const j0 = machineCpu();
         const r = await load(t.transport as ReturnType<typeof client>, MESSAGES / ROUNDS);
         t.cpuMs += cpuMs(t.child.pid) - cpu0;
         t.pgCpuMs += postgresCpuMs() - pg0;
-        const j1 = machineJiffies();
-        t.idleJiffies += j1.idle - j0.idle;
+        const j1 = machineCpu();
+        t.idleJiffies += j1.total - j1.busy - (j0.total - j0.busy);
         t.totalJiffies += j1.total - j0.total;
         t.seconds += r.seconds;
         t.latencies.push(...r.latencies);

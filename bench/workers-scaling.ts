@@ -13,10 +13,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { machine, stop, table } from './lib.ts';
+import { machine, machineCpu, stop, table } from './lib.ts';
 import { compareDelivery, freshPgDatabase, startRecipientSink, withPg } from './lib-pg.ts';
 import { procStat } from './lib-soak.ts';
-import { machineCpu, queueBacklog, spawnWorkers, startMxDns, waitDelivered, workerEnv } from './lib-workers.ts';
+import { queueBacklog, spawnWorkers, startMxDns, waitDelivered, workerEnv } from './lib-workers.ts';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 20_000);
 const KS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
