@@ -225,4 +225,28 @@ describe('FairClaimer', () => {
     }
     expect(seen.size).toBe(tenants.length);
   });
+  it('returns each claimed row whole, as the table holds it after the claim (every column, numbers as numbers)', async () => {
+    const [tenant] = tenantIds(1) as [string];
+    const [id] = await queue([{ tenant, priority: 0 }]);
+    // Values of every kind the claim hands the worker: text with quotes, newlines and non-ASCII,
+    // JSON text, NULL, integers.
+    await ctx.c.database.db
+      .updateTable('messages')
+      .set({
+        recipient_name: 'Zoë "Z" O\'Brien\n',
+        substitution_data: '{"name":"Zoë","list":[1,2]}',
+        attempt_count: 3,
+        last_response: '451 4.7.1 "try later"',
+        source_address: '127.0.0.2',
+      })
+      .where('id', '=', id as string)
+      .execute();
+    const [got] = await new FairClaimer().claim(ctx.c.database, 'w', 10, 60_000, new Set(), NOW);
+    const stored = await ctx.c.database.db.selectFrom('messages').selectAll().where('id', '=', id as string).executeTakeFirstOrThrow();
+    expect(got).toEqual(stored);
+    expect(Object.keys(got as object).sort()).toEqual(Object.keys(stored).sort());
+    expect(got?.state).toBe('sending');
+    expect(got?.attempt_count).toBe(3);
+    expect(got?.priority).toBe(0);
+  });
 });

@@ -1,8 +1,10 @@
-import { dialectSql, runSql } from '../../db/dialect.ts';
+import { dialectSql, isPostgres, runSql } from '../../db/dialect.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import { WAITING_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
+import { PACKED_MESSAGE_SQL, unpackMessages } from './packed-rows.ts';
 
 /**
  * Fair claims (issue 18, docs/pacing.md "Fairness"). The old claim took the n earliest due rows
@@ -106,24 +108,35 @@ const TAKE_FAIR_PG =
  * The claim in one statement: [until, workerId, now, tenants, share, limit] -> the claimed rows.
  * SQLite: for each tenant in walk order (CROSS JOIN keeps json_each first), a correlated pair of
  * index ranges of messages_waiting_fair (priority 0 first, each in due order, `share` in all), then the
- * update by primary key, under SQLite's writer lock so no other worker takes a row in between.
+ * update, under SQLite's writer lock so no other worker takes a row in between.
  * Before, the picks were 64 short statements (two per tenant) before the UPDATE: their trips
  * through the driver cost more than their index ranges (docs/benchmarks.md, "Fair claims"). The
  * text is short enough for the statement cache (src/db/statement-cache.ts). The unary `+` keeps the re-check out of the planner's index choice: on `next_attempt_at <= ?`
  * it walked the due-order index over every due row instead of looking up the ids by primary key.
+ * The picks are rowids, which every index entry holds: the ranges read only the index and the
+ * update goes to each row directly, where picking `id` read each row from the table, then looked
+ * it up again in the primary key's index twice (the join and the update). The rows come back
+ * packed (packed-rows.ts). Both cut the claim's CPU (docs/benchmarks.md "Session 13"). A rowid is
+ * only used inside this one statement, so nothing depends on it staying the same.
  */
 const TAKE_FAIR = dialectSql({
   sqlite:
     `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
-    'where id in (select m.id from json_each(?) t cross join messages m on m.id in (' +
-    `select id from (select id from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
+    'where rowid in (select m.rowid from json_each(?) t cross join messages m on m.rowid in (' +
+    `select r from (select rowid as r from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
     'and priority = 0 and next_attempt_at <= ? order by next_attempt_at limit ?) union all ' +
-    `select id from (select id from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
+    `select r from (select rowid as r from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
     'and priority = 1 and next_attempt_at <= ? order by next_attempt_at limit ?) limit ?) limit ?) ' +
-    `and +${WAITING_SQL} and +next_attempt_at <= ? returning *`,
+    `and +${WAITING_SQL} and +next_attempt_at <= ? returning ${PACKED_MESSAGE_SQL}`,
   sqliteArgs: [0, 1, 0, 2, 3, 2, 4, 2, 4, 4, 5, 2],
   postgres: TAKE_FAIR_PG,
 });
+
+/** Runs TAKE_FAIR: SQLite's rows come back packed, PostgreSQL's as they are. */
+async function takeFair(db: Executor, params: readonly unknown[]): Promise<MessagesTable[]> {
+  if (isPostgres(db)) return runSql<MessagesTable>(db, TAKE_FAIR, params);
+  return unpackMessages(await runSql<{ packed: string }>(db, TAKE_FAIR, params));
+}
 
 export class FairClaimer {
   /** The last tenant served; the next claim starts after it. */
@@ -178,7 +191,7 @@ export class FairClaimer {
         // Rounded down: every tenant walked gets its full share (the cursor moves past all of
         // them); rounded up, the batch filled before the last few, which the cursor then skipped.
         const share = Math.max(1, Math.floor(limit / tenants.length));
-        const got = await runSql<MessagesTable>(db, TAKE_FAIR, [until, workerId, now, tenants, share, limit]);
+        const got = await takeFair(db, [until, workerId, now, tenants, share, limit]);
         if (got.length > 0) return got;
       }
       // A turn is over once the walk has wrapped and come back to where this claim began (the
