@@ -30,17 +30,16 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
-import { insertMany } from '../src/db/batch.ts';
 import { dialectSql, isPostgres, runSql } from '../src/db/dialect.ts';
 import type { Executor } from '../src/db/executor.ts';
 import { WAITING_SQL } from '../src/db/message-state.ts';
 import type { MessagesTable } from '../src/db/schema.ts';
 import { isoAt } from '../src/lib/clock.ts';
-import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/logger.ts';
-import { FairClaimer, TENANTS_PER_CLAIM } from '../src/modules/delivery/fair-claim.ts';
+import { FairClaimer, NEXT_TENANTS, TENANTS_PER_CLAIM } from '../src/modules/delivery/fair-claim.ts';
 import { freshPgSchema, machine, table } from './lib.ts';
 import { mainThreadNs, pct, walFrames } from './lib-claim-cost.ts';
+import { queueSkewed } from './lib-queue.ts';
 
 const QUEUED = Number(process.env.BENCH_QUEUED ?? 1_000_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 1_000);
@@ -51,22 +50,6 @@ const LAG = 10;
 const LEASE_MS = 300_000;
 const LEASE_INDEXES = (process.env.BENCH_LEASE_INDEXES ?? 'lease_until,holder').split(',').filter(Boolean);
 const HOLDER = 'bench-node-0123456789ab:12345:0123456789abcdef';
-
-/** The product's tenant walk (fair-claim.ts NEXT_TENANTS), [cursor, count]. */
-const NEXT_TENANTS = dialectSql({
-  sqlite:
-    'with recursive t(tenant_id, n) as (' +
-    `select (select tenant_id from messages indexed by messages_waiting_fair where ${WAITING_SQL} and tenant_id > ? order by tenant_id limit 1), 1 ` +
-    'union all ' +
-    `select (select m.tenant_id from messages m indexed by messages_waiting_fair where m.${WAITING_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
-    'from t where t.tenant_id is not null and t.n < ?) select tenant_id from t where tenant_id is not null',
-  postgres:
-    'with recursive t(tenant_id, n) as (' +
-    `select (select tenant_id from messages where ${WAITING_SQL} and tenant_id > $1 order by tenant_id limit 1), 1 ` +
-    'union all ' +
-    `select (select m.tenant_id from messages m where m.${WAITING_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
-    'from t where t.tenant_id is not null and t.n < $2) select tenant_id from t where tenant_id is not null',
-});
 
 const NOT_LEASED = 'and not exists (select 1 from bench_message_leases l where l.message_id = messages.id)';
 
@@ -184,62 +167,7 @@ async function main() {
   const c = await createContainer(loadConfig({ ...process.env, ...env }), createLogger('warn'));
   try {
     const db = c.database.db;
-    const base = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
-    const txId = newId();
-    const now0 = new Date().toISOString();
-    await db
-      .insertInto('transmissions')
-      .values({
-        tenant_id: base.tenant_id,
-        id: txId,
-        source: 'api',
-        mail_type: 'marketing',
-        tags: '[]',
-        metadata: '{}',
-        content: '{"subject":"x","text":"y"}',
-        raw_message: null,
-        options: '{}',
-        total_accepted: 0,
-        total_rejected: 0,
-        start_time: null,
-        created_at: now0,
-      } as never)
-      .execute();
-    const tenants = Array.from({ length: TENANTS }, () => newId());
-    const total = tenants.reduce((a, _, i) => a + 1 / (i + 1), 0);
-    let made = 0;
-    let rows: MessagesTable[] = [];
-    const flush = async () => {
-      const part = rows;
-      rows = [];
-      await db.transaction().execute((trx) => insertMany(trx, 'messages', part));
-    };
-    for (let t = 0; t < TENANTS; t++) {
-      const n = t === TENANTS - 1 ? QUEUED - made : Math.max(1, Math.round(QUEUED / (t + 1) / total));
-      for (let i = 0; i < n && made < QUEUED; i++, made++) {
-        rows.push({
-          tenant_id: tenants[t] as string,
-          id: newId(),
-          transmission_id: txId,
-          recipient: `r${made}@dest.test`,
-          recipient_name: null,
-          recipient_domain: 'dest.test',
-          substitution_data: null,
-          metadata: '{}',
-          state: 'queued',
-          attempt_count: 0,
-          next_attempt_at: now0,
-          locked_until: null,
-          locked_by: null,
-          last_response: null,
-          created_at: now0,
-          updated_at: now0,
-          priority: i % 10 === 0 ? 0 : 1,
-        });
-        if (rows.length >= 20_000) await flush();
-      }
-    }
-    if (rows.length) await flush();
+    await queueSkewed(c, QUEUED, TENANTS);
     await sql`create table bench_message_leases (message_id text primary key, holder text not null, lease_until text not null)`.execute(
       db,
     );

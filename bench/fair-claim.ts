@@ -1,6 +1,6 @@
 /**
  * npm run bench:fair-claim — the scheduler's overhead with 1,000,000 messages queued across
- * 1,000 tenants (BENCH_QUEUED, BENCH_TENANTS): the fair claim (src/modules/delivery/fair-claim.ts:
+ * 1,000 tenants (BENCH_QUEUED, BENCH_TENANTS; the queue of bench/lib-queue.ts): the fair claim (src/modules/delivery/fair-claim.ts:
  * tenants in turn, transactional first) against the old FIFO claim by due time
  * (claimDueMessages), alternating in the same run on the same database, batches of 200. Prints
  * p50/p99 per claim (wall clock, the process's CPU time during the claim, which a loaded
@@ -21,14 +21,12 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
-import { insertMany } from '../src/db/batch.ts';
-import type { MessagesTable } from '../src/db/schema.ts';
-import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/logger.ts';
 import { FairClaimer } from '../src/modules/delivery/fair-claim.ts';
 import { claimDueMessages } from '../src/modules/delivery/queue.repo.ts';
 import { freshPgSchema, machine, table } from './lib.ts';
 import { mainThreadNs, pct, walFrames } from './lib-claim-cost.ts';
+import { queueSkewed } from './lib-queue.ts';
 
 const QUEUED = Number(process.env.BENCH_QUEUED ?? 1_000_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 1_000);
@@ -55,65 +53,8 @@ async function main() {
   );
   const c = await createContainer(loadConfig({ ...process.env, ...env }), createLogger('warn'));
   try {
-    const base = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
-    const tx = { id: newId(), tenant: base.tenant_id };
-    const now = new Date().toISOString();
-    await c.database.db
-      .insertInto('transmissions')
-      .values({
-        tenant_id: tx.tenant,
-        id: tx.id,
-        source: 'api',
-        mail_type: 'marketing',
-        tags: '[]',
-        metadata: '{}',
-        content: '{"subject":"x","text":"y"}',
-        raw_message: null,
-        options: '{}',
-        total_accepted: 0,
-        total_rejected: 0,
-        start_time: null,
-        created_at: now,
-      } as never)
-      .execute();
-    // Tenant ids as UUIDv7 would be; rows skewed like real queues: tenant i holds ~ 1/(i+1).
-    const tenants = Array.from({ length: TENANTS }, () => newId());
-    const weights = tenants.map((_, i) => 1 / (i + 1));
-    const total = weights.reduce((a, b) => a + b, 0);
     const t0 = performance.now();
-    let made = 0;
-    let rows: MessagesTable[] = [];
-    const flush = async () => {
-      const part = rows;
-      rows = [];
-      await c.database.db.transaction().execute((trx) => insertMany(trx, 'messages', part));
-    };
-    for (let t = 0; t < TENANTS; t++) {
-      const n = t === TENANTS - 1 ? QUEUED - made : Math.max(1, Math.round((QUEUED * (weights[t] as number)) / total));
-      for (let i = 0; i < n && made < QUEUED; i++, made++) {
-        rows.push({
-          tenant_id: tenants[t] as string,
-          id: newId(),
-          transmission_id: tx.id,
-          recipient: `r${made}@dest.test`,
-          recipient_name: null,
-          recipient_domain: 'dest.test',
-          substitution_data: null,
-          metadata: '{}',
-          state: 'queued',
-          attempt_count: 0,
-          next_attempt_at: now,
-          locked_until: null,
-          locked_by: null,
-          last_response: null,
-          created_at: now,
-          updated_at: now,
-          priority: i % 10 === 0 ? 0 : 1,
-        });
-        if (rows.length >= 20_000) await flush();
-      }
-    }
-    if (rows.length) await flush();
+    const { made } = await queueSkewed(c, QUEUED, TENANTS);
     console.log(`inserted ${made} in ${((performance.now() - t0) / 1000).toFixed(1)} s; RSS ${rssMb().toFixed(0)} MB`);
     const fair = new FairClaimer();
     const times = { fair: [] as number[], fifo: [] as number[] };

@@ -242,7 +242,11 @@ describe('FairClaimer', () => {
       .where('id', '=', id as string)
       .execute();
     const [got] = await new FairClaimer().claim(ctx.c.database, 'w', 10, 60_000, new Set(), NOW);
-    const stored = await ctx.c.database.db.selectFrom('messages').selectAll().where('id', '=', id as string).executeTakeFirstOrThrow();
+    const stored = await ctx.c.database.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('id', '=', id as string)
+      .executeTakeFirstOrThrow();
     expect(got).toEqual(stored);
     expect(Object.keys(got as object).sort()).toEqual(Object.keys(stored).sort());
     expect(got?.state).toBe('sending');

@@ -73,8 +73,8 @@ const TAKE_EXPIRED = dialectSql({
     "and state = 'sending' and locked_until <= $3 returning *",
 });
 
-/** [cursor, count] -> tenant_id rows. */
-const NEXT_TENANTS = dialectSql({
+/** [cursor, count] -> tenant_id rows. Exported for the benches (bench/fair-claim-*.ts). */
+export const NEXT_TENANTS = dialectSql({
   // INDEXED BY: other tenant-led indexes also cover tenant_id but hold every finished row.
   sqlite:
     'with recursive t(tenant_id, n) as (' +
@@ -119,7 +119,7 @@ const TAKE_FAIR_PG =
  * packed (packed-rows.ts). Both cut the claim's CPU (docs/benchmarks.md "Session 13"). A rowid is
  * only used inside this one statement, so nothing depends on it staying the same.
  */
-const TAKE_FAIR = dialectSql({
+export const TAKE_FAIR = dialectSql({
   sqlite:
     `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
     'where rowid in (select m.rowid from json_each(?) t cross join messages m on m.rowid in (' +
