@@ -33,6 +33,12 @@ const TENANTS = Number(process.env.BENCH_TENANTS ?? 1_000);
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 300);
 const BATCH = Number(process.env.BENCH_BATCH ?? 200);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? '';
+/**
+ * Claims per second, fair and FIFO together; 0 (the default): back to back. Back to back, SQLite
+ * claims write WAL faster than the checkpoint copies it on a small VM, and the WAL's restarts then
+ * stall some claims (docs/benchmarks.md "Session 13"); a worker claims at its delivery rate.
+ */
+const RATE = Number(process.env.BENCH_CLAIMS_PER_S ?? 0);
 
 const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
 
@@ -70,9 +76,12 @@ async function main() {
     };
     const tenantsSeen = new Set<string>();
     const rss: number[] = [];
+    let next = performance.now();
     for (let i = 0; i < CLAIMS; i++) {
       for (const kind of i % 2 ? (['fifo', 'fair'] as const) : (['fair', 'fifo'] as const)) {
-        await new Promise((r) => setImmediate(r));
+        if (RATE > 0) await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+        else await new Promise((r) => setImmediate(r));
+        next = Math.max(next, performance.now()) + (RATE > 0 ? 1000 / RATE : 0);
         const f0 = pg ? await walLsn() : walFrames(shm);
         const m0 = mainThreadNs();
         const s = performance.now();
