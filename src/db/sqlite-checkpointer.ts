@@ -27,6 +27,11 @@ const THREAD = new URL('./sqlite-checkpoint-thread.js', import.meta.url);
 
 export interface Checkpointer {
   stop(): Promise<void>;
+  /**
+   * WAL restarts so far: by the thread, and by the main connection's fallback (each of those
+   * copied and synced on the event loop; tests, diagnostics).
+   */
+  stats(): { threadRestarts: number; mainThreadRestarts: number; largestMainThreadCopy: number };
 }
 
 export interface CheckpointerOptions {
@@ -54,7 +59,7 @@ export function startCheckpointer(
     worker = new Worker(THREAD, { workerData: { file, intervalMs, restartFrames }, execArgv: [] });
   } catch {
     fallBack();
-    return { stop: async () => {} };
+    return { stop: async () => {}, stats: () => ({ threadRestarts: 0, mainThreadRestarts: 0, largestMainThreadCopy: 0 }) };
   }
   worker.unref();
   worker.on('error', fallBack);
@@ -63,6 +68,11 @@ export function startCheckpointer(
     if (!stopped) fallBack();
   });
   let restartQueued = false;
+  let threadRestarts = 0;
+  let mainThreadRestarts = 0;
+  /** Frames the thread had copied by its last report, and the most a main-thread restart copied. */
+  let threadCheckpointed = 0;
+  let largestMainThreadCopy = 0;
   const restartHere = (tries: number) => {
     restartQueued = false;
     if (stopped || !raw.open || tries <= 0) return;
@@ -75,8 +85,16 @@ export function startCheckpointer(
         // Never wait here either: a reader holding an old snapshot must not stall the event loop.
         raw.pragma('busy_timeout = 0');
         try {
-          const [r] = raw.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
+          const [r] = raw.pragma('wal_checkpoint(RESTART)') as { busy: number; log: number }[];
           done = r?.busy === 0;
+          if (r && done) {
+            mainThreadRestarts++;
+            // What this restart had to copy itself, beyond the thread's last pass (a WAL that
+            // started over since counts whole).
+            const copied = r.log >= threadCheckpointed ? r.log - threadCheckpointed : r.log;
+            largestMainThreadCopy = Math.max(largestMainThreadCopy, copied);
+            threadCheckpointed = 0;
+          }
         } finally {
           raw.pragma(`busy_timeout = ${timeout}`);
         }
@@ -93,8 +111,10 @@ export function startCheckpointer(
     restartQueued = true;
     setImmediate(() => restartHere(20));
   };
-  worker.on('message', (m: { walFrames?: number; restarted?: boolean }) => {
-    if (!m.restarted && (m.walFrames ?? 0) >= 2 * restartFrames) queueRestart();
+  worker.on('message', (m: { walFrames?: number; checkpointed?: number; restarted?: boolean }) => {
+    threadCheckpointed = m.restarted ? 0 : (m.checkpointed ?? 0);
+    if (m.restarted) threadRestarts++;
+    else if ((m.walFrames ?? 0) >= 2 * restartFrames) queueRestart();
   });
   // A thread that a loaded machine schedules late (or one stuck copying a large WAL) reports
   // late: the main thread also looks at the file. Past the journal size limit it can only be a
@@ -106,6 +126,7 @@ export function startCheckpointer(
   }, 250);
   watch.unref();
   return {
+    stats: () => ({ threadRestarts, mainThreadRestarts, largestMainThreadCopy }),
     async stop() {
       if (stopped) return;
       stopped = true;

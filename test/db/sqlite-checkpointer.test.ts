@@ -5,6 +5,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/index.ts';
+import { startCheckpointer } from '../../src/db/sqlite-checkpointer.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -114,4 +115,41 @@ describe('SQLite checkpoints on a background thread', () => {
     expect(failures.slice(0, 3)).toEqual([]);
     expect(ok).toBe(2500);
   }, 240_000);
+  it('a RESTART that found the writer busy is tried again within milliseconds, not an interval later', async () => {
+    // A busy writer leaves short gaps between transactions. Before, the thread tried its RESTART
+    // once per interval and, finding the writer busy, waited a whole interval again; the WAL then
+    // grew to the fallback's threshold and the main connection restarted it itself, copying and
+    // syncing on the event loop (docs/benchmarks.md "Session 13"). Here the thread runs every
+    // 3 s; the writer holds the write lock across that round and lets go 0.5 s later.
+    const dir = mkdtempSync(join(tmpdir(), 'postyard-ckpt-'));
+    dirs.push(dir);
+    const file = join(dir, 'postyard.sqlite');
+    const raw = new SqliteDatabase(file);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('synchronous = NORMAL');
+    raw.pragma('busy_timeout = 5000');
+    const checkpointer = startCheckpointer(raw, file, { intervalMs: 3000, restartFrames: 64 });
+    try {
+      raw.exec('create table blobs (id integer primary key, body text not null)');
+      const insert = raw.prepare('insert into blobs (body) values (?)');
+      // One transaction of ~100 pages: past restartFrames, short of the main connection's
+      // fallback (twice that).
+      raw.transaction(() => {
+        for (let i = 0; i < 100; i++) insert.run('z'.repeat(3000));
+      })();
+      raw.exec('begin immediate');
+      insert.run('held');
+      await new Promise((r) => setTimeout(r, 3500));
+      raw.exec('commit');
+      // Before: the next round came 3 s after the first, 2.5 s from here.
+      const deadline = Date.now() + 2000;
+      while (checkpointer.stats().threadRestarts === 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(checkpointer.stats()).toMatchObject({ threadRestarts: 1, mainThreadRestarts: 0 });
+    } finally {
+      await checkpointer.stop();
+      raw.close();
+    }
+  }, 60_000);
 });
