@@ -18,6 +18,35 @@ export interface SkewedQueue {
   made: number;
 }
 
+/** A message row as accepted, due at `now`, never tried. */
+export function queuedRow(
+  tenantId: string,
+  transmissionId: string,
+  recipient: string,
+  now: string,
+  priority?: number,
+): MessagesTable {
+  return {
+    tenant_id: tenantId,
+    id: newId(),
+    transmission_id: transmissionId,
+    recipient,
+    recipient_name: null,
+    recipient_domain: recipient.slice(recipient.indexOf('@') + 1),
+    substitution_data: null,
+    metadata: '{}',
+    state: 'queued',
+    attempt_count: 0,
+    next_attempt_at: now,
+    locked_until: null,
+    locked_by: null,
+    last_response: null,
+    created_at: now,
+    updated_at: now,
+    ...(priority === undefined ? {} : { priority }),
+  };
+}
+
 export async function queueSkewed(c: Container, queued: number, tenantCount: number): Promise<SkewedQueue> {
   const db = c.database.db;
   const base = await c.tenants.create({ name: 'bench', from: 'Shop <shop@bench.test>' });
@@ -53,25 +82,7 @@ export async function queueSkewed(c: Container, queued: number, tenantCount: num
   for (let t = 0; t < tenantCount; t++) {
     const n = t === tenantCount - 1 ? queued - made : Math.max(1, Math.round(queued / (t + 1) / total));
     for (let i = 0; i < n && made < queued; i++, made++) {
-      rows.push({
-        tenant_id: tenants[t] as string,
-        id: newId(),
-        transmission_id: txId,
-        recipient: `r${made}@dest.test`,
-        recipient_name: null,
-        recipient_domain: 'dest.test',
-        substitution_data: null,
-        metadata: '{}',
-        state: 'queued',
-        attempt_count: 0,
-        next_attempt_at: now,
-        locked_until: null,
-        locked_by: null,
-        last_response: null,
-        created_at: now,
-        updated_at: now,
-        priority: i % 10 === 0 ? 0 : 1,
-      });
+      rows.push(queuedRow(tenants[t] as string, txId, `r${made}@dest.test`, now, i % 10 === 0 ? 0 : 1));
       if (rows.length >= 20_000) await flush();
     }
   }

@@ -14,11 +14,11 @@ import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
 import { insertMany } from '../src/db/batch.ts';
 import type { MessagesTable } from '../src/db/schema.ts';
-import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/logger.ts';
 import { validateTransmission } from '../src/modules/transmissions/transmissions.validate.ts';
 import { startDnsServer } from '../test/peers/dns-server.ts';
 import { freePort, machine, spawnNode, stop, table } from './lib.ts';
+import { queuedRow } from './lib-queue.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const BASELINE = Number(process.env.BENCH_BASELINE_QUEUED ?? 100_000);
@@ -57,24 +57,7 @@ async function run(queued: number, sinkPort: number, dnsAddress: string) {
   for (let start = 1; start < queued; start += 50_000) {
     const rows: MessagesTable[] = [];
     for (let i = start; i < Math.min(queued, start + 50_000); i++) {
-      rows.push({
-        tenant_id: tenant.tenant_id,
-        id: newId(),
-        transmission_id: accepted.transmission_id,
-        recipient: `r${i}@dest.test`,
-        recipient_name: null,
-        recipient_domain: 'dest.test',
-        substitution_data: null,
-        metadata: '{}',
-        state: 'queued',
-        attempt_count: 0,
-        next_attempt_at: now,
-        locked_until: null,
-        locked_by: null,
-        last_response: null,
-        created_at: now,
-        updated_at: now,
-      });
+      rows.push(queuedRow(tenant.tenant_id, accepted.transmission_id, `r${i}@dest.test`, now));
     }
     await c.database.db.transaction().execute((trx) => insertMany(trx, 'messages', rows));
   }
