@@ -31,7 +31,7 @@ export interface Checkpointer {
    * WAL restarts so far: by the thread, and by the main connection's fallback (each of those
    * copied and synced on the event loop; tests, diagnostics).
    */
-  stats(): { threadRestarts: number; mainThreadRestarts: number; largestMainThreadCopy: number };
+  stats(): { threadRestarts: number; mainThreadRestarts: number };
 }
 
 export interface CheckpointerOptions {
@@ -59,7 +59,7 @@ export function startCheckpointer(
     worker = new Worker(THREAD, { workerData: { file, intervalMs, restartFrames }, execArgv: [] });
   } catch {
     fallBack();
-    return { stop: async () => {}, stats: () => ({ threadRestarts: 0, mainThreadRestarts: 0, largestMainThreadCopy: 0 }) };
+    return { stop: async () => {}, stats: () => ({ threadRestarts: 0, mainThreadRestarts: 0 }) };
   }
   worker.unref();
   worker.on('error', fallBack);
@@ -70,9 +70,6 @@ export function startCheckpointer(
   let restartQueued = false;
   let threadRestarts = 0;
   let mainThreadRestarts = 0;
-  /** Frames the thread had copied by its last report, and the most a main-thread restart copied. */
-  let threadCheckpointed = 0;
-  let largestMainThreadCopy = 0;
   const restartHere = (tries: number) => {
     restartQueued = false;
     if (stopped || !raw.open || tries <= 0) return;
@@ -85,16 +82,9 @@ export function startCheckpointer(
         // Never wait here either: a reader holding an old snapshot must not stall the event loop.
         raw.pragma('busy_timeout = 0');
         try {
-          const [r] = raw.pragma('wal_checkpoint(RESTART)') as { busy: number; log: number }[];
+          const [r] = raw.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
           done = r?.busy === 0;
-          if (r && done) {
-            mainThreadRestarts++;
-            // What this restart had to copy itself, beyond the thread's last pass (a WAL that
-            // started over since counts whole).
-            const copied = r.log >= threadCheckpointed ? r.log - threadCheckpointed : r.log;
-            largestMainThreadCopy = Math.max(largestMainThreadCopy, copied);
-            threadCheckpointed = 0;
-          }
+          if (done) mainThreadRestarts++;
         } finally {
           raw.pragma(`busy_timeout = ${timeout}`);
         }
@@ -111,8 +101,7 @@ export function startCheckpointer(
     restartQueued = true;
     setImmediate(() => restartHere(20));
   };
-  worker.on('message', (m: { walFrames?: number; checkpointed?: number; restarted?: boolean }) => {
-    threadCheckpointed = m.restarted ? 0 : (m.checkpointed ?? 0);
+  worker.on('message', (m: { walFrames?: number; restarted?: boolean }) => {
     if (m.restarted) threadRestarts++;
     else if ((m.walFrames ?? 0) >= 2 * restartFrames) queueRestart();
   });
@@ -126,7 +115,7 @@ export function startCheckpointer(
   }, 250);
   watch.unref();
   return {
-    stats: () => ({ threadRestarts, mainThreadRestarts, largestMainThreadCopy }),
+    stats: () => ({ threadRestarts, mainThreadRestarts }),
     async stop() {
       if (stopped) return;
       stopped = true;
