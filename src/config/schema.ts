@@ -158,6 +158,12 @@ export interface OutboundConfig {
   bounceHost: string;
   /** Delivery claim lease: a crashed worker's messages return after this. */
   deliveryLeaseSeconds: number;
+  /**
+   * Most messages one delivery claim takes (POSTYARD_DELIVERY_CLAIM_BATCH, default 200). On SQLite
+   * a claim runs on the event loop: smaller claims hold it for less, at more claim work per
+   * message (docs/pacing.md "What a fair claim costs").
+   */
+  deliveryClaimBatch: number;
   /** Webhook dispatch claim lease: a crashed node's claimed deliveries are retried after this. */
   webhookLeaseSeconds: number;
   /** Worker threads that build and DKIM-sign outgoing messages; 0 renders on the main thread. */

@@ -57,6 +57,10 @@ describe('defaults (README.md "Configuration")', () => {
     expect(c.smtpTlsKey).toBeNull();
   });
 
+  it('delivery claims of at most 200 messages', () => {
+    expect(c.deliveryClaimBatch).toBe(200);
+  });
+
   it('rate limit 100 rps, burst 200; log level info; no master key until generated', () => {
     expect(c.rateLimitRps).toBe(100);
     expect(c.rateLimitBurst).toBe(200);
@@ -106,6 +110,7 @@ describe('values are read from the environment', () => {
       POSTYARD_MASTER_KEY: 'ab'.repeat(32),
       POSTYARD_LOG_LEVEL: 'debug',
       POSTYARD_EHLO_NAME: 'mta.example.com',
+      POSTYARD_DELIVERY_CLAIM_BATCH: '50',
     });
     expect(c).toMatchObject({
       httpPort: 8080,
@@ -125,6 +130,7 @@ describe('values are read from the environment', () => {
       rateLimitBurst: 5,
       logLevel: 'debug',
       ehloName: 'mta.example.com',
+      deliveryClaimBatch: 50,
     });
     expect(c.masterKey?.toString('hex')).toBe('ab'.repeat(32));
   });
@@ -182,6 +188,8 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['POSTYARD_AUTH_CACHE_SECONDS', { POSTYARD_AUTH_CACHE_SECONDS: '60' }],
     ['POSTYARD_BODY_LIMIT_MB', { POSTYARD_BODY_LIMIT_MB: '0' }],
     ['REDIS_URL', { REDIS_URL: 'localhost:6379' }],
+    ['POSTYARD_DELIVERY_CLAIM_BATCH', { POSTYARD_DELIVERY_CLAIM_BATCH: '0' }],
+    ['POSTYARD_DELIVERY_CLAIM_BATCH', { POSTYARD_DELIVERY_CLAIM_BATCH: '5000' }],
   ];
 
   it.each(cases)('%s: %j', (variable, env) => {

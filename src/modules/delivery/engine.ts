@@ -36,6 +36,7 @@ export function createDeliveryWorker(
     logger: c.logger,
     ehloName: c.config.ehloName,
     leaseMs: c.config.deliveryLeaseSeconds * 1000,
+    batchSize: c.config.deliveryClaimBatch,
     routing: {
       resolver: new MxResolver(dns),
       relay: c.config.relayUrl ? relayFromUrl(c.config.relayUrl) : null,
