@@ -45,6 +45,10 @@ const PICKS_BY_ID =
 const PICKS_BY_ROWID = PICKS_BY_ID.replaceAll('select id from (select id', 'select r from (select rowid as r')
   .replace('m.id in (', 'm.rowid in (')
   .replace('select m.id from', 'select m.rowid from');
+// Derived by text: if the before text ever changes shape, say so rather than time the wrong statement.
+if (PICKS_BY_ROWID.includes('select id') || !PICKS_BY_ROWID.includes('m.rowid in (')) {
+  throw new Error(`fair-claim-parts: the rowid picks were not derived: ${PICKS_BY_ROWID}`);
+}
 const SET =
   "update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ";
 const RECHECK = `and +${WAITING_SQL} and +next_attempt_at <= ?`;
