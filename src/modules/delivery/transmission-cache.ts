@@ -1,23 +1,45 @@
 import type { Executor } from '../../db/executor.ts';
 import type { MessagesTable } from '../../db/schema.ts';
-import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { LRUCache } from 'lru-cache';
 import { trackingPlan } from '../tracking/render-plan.ts';
 import { type DeliveryTransmission, loadTransmission, loadTransmissions } from './queue.repo.ts';
 import { forDelivery } from './render/renderer.ts';
 import type { Job } from './worker-types.ts';
 
+/** Transmissions kept, and their stored size at most (content and raw message, as loaded). */
+const MAX_TRANSMISSIONS = 4096;
+export const TRANSMISSION_CACHE_BYTES = 64 * 1024 * 1024;
+
 /**
  * The worker's transmissions as delivery needs them (content parsed for rendering, tracking plan,
  * tags), kept for the next messages of the same transmission: a transmission of 10,000
- * recipients is loaded once, not 10,000 times.
+ * recipients is loaded once, not 10,000 times. Least recently used dropped first.
+ *
+ * Bounded by bytes as well as count: fair claims serve tenants in turn (issue 18), so with 1,000
+ * tenants a transmission comes back after ~1,000 others, and the 500 it kept before were all
+ * loaded and parsed again on every turn; and 500 transmissions with 25 MB attachments were 12 GB.
  */
 export class TransmissionCache {
-  private readonly cache = new BoundedCache<string, Job['tx']>(500);
+  private readonly cache: LRUCache<string, Job['tx']>;
+  /** Stored size of each cached transmission, set by keep() (the cache's sizeCalculation reads it). */
+  private readonly sizes = new WeakMap<Job['tx'], number>();
 
   constructor(
     private readonly db: () => Executor,
     private readonly tracking: { base: string; key: Uint8Array } | null | undefined,
-  ) {}
+    maxBytes: number = TRANSMISSION_CACHE_BYTES,
+  ) {
+    this.cache = new LRUCache<string, Job['tx']>({
+      max: MAX_TRANSMISSIONS,
+      maxSize: maxBytes,
+      sizeCalculation: (tx) => this.sizes.get(tx) ?? 1,
+    });
+  }
+
+  /** Transmissions kept and their stored bytes (tests). */
+  stats(): { entries: number; bytes: number } {
+    return { entries: this.cache.size, bytes: this.cache.calculatedSize };
+  }
 
   /** The message's transmission; null if it no longer exists. */
   async of(msg: MessagesTable): Promise<Job['tx'] | null> {
@@ -57,6 +79,11 @@ export class TransmissionCache {
       tags,
       createdAtMs: Date.parse(row.created_at),
     };
+    // What was loaded: the content's JSON (parsed, about as large), the raw message (decoded).
+    this.sizes.set(
+      tx,
+      1024 + row.content.length + (row.raw_message?.length ?? 0) + (row.tracking_links?.join('').length ?? 0),
+    );
     this.cache.set(row.id, tx);
     return tx;
   }

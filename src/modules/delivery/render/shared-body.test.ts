@@ -4,7 +4,7 @@ import type { MessagesTable } from '../../../db/schema.ts';
 import { fromDomainOf, type StoredContent } from '../../content/stored-content.ts';
 import { generateDkimKeyPair } from './dkim.ts';
 import { buildMessage } from './mime.ts';
-import { clearSharedBodies, fromSharedBody, type SharedInput } from './shared-body.ts';
+import { clearSharedBodies, fromSharedBody, type SharedInput, sharedBodyStats } from './shared-body.ts';
 import { renderMessage } from './renderer.ts';
 
 /** MailComposer picks a random MIME boundary per composition; equal messages differ only there. */
@@ -52,6 +52,66 @@ describe('shared bodies', () => {
       { email: `${'a'.repeat(70)}@example.net` },
     ];
     for (const to of cases) expect(await fromSharedBody('tx-2', to, 'm@mail.example.com', () => shared)).toBeNull();
+  });
+
+  // Fair claims take a few messages of each of many tenants in turn (issue 18): with 1,000
+  // transmissions in rotation, a cache of the last 64 composed every one again on each turn.
+  it('composes each of 1,000 transmissions sent in turn once, not once per turn', async () => {
+    const composed = new Map<string, number>();
+    for (let turn = 0; turn < 3; turn++) {
+      for (let t = 0; t < 1000; t++) {
+        const id = `tx-${t}`;
+        const parts = await fromSharedBody(
+          id,
+          { email: `r${turn}@example.net` },
+          `m-${t}-${turn}@mail.example.com`,
+          () => {
+            composed.set(id, (composed.get(id) ?? 0) + 1);
+            return { ...shared, subject: `order ${t}` };
+          },
+        );
+        expect(parts?.head).toContain(`Subject: order ${t}`);
+      }
+    }
+    expect(composed.size).toBe(1000);
+    expect([...composed.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('keeps its bodies within the byte budget, dropping the least recently used', async () => {
+    clearSharedBodies(1024 * 1024);
+    const big = { ...shared, text: 'x'.repeat(200_000), html: undefined, attachments: [] };
+    let composes = 0;
+    const send = (id: string) =>
+      fromSharedBody(id, { email: 'ann@example.net' }, `m-${id}@mail.example.com`, () => {
+        composes++;
+        return big;
+      });
+    for (let t = 0; t < 8; t++) {
+      await send(`big-${t}`);
+      // big-0 is used again after each new one: it is the most recently used, never dropped.
+      await send('big-0');
+    }
+    const { entries, bytes } = sharedBodyStats();
+    expect(bytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(entries).toBeGreaterThan(1);
+    expect(entries).toBeLessThan(8);
+    expect(composes).toBe(8);
+    await send('big-1');
+    expect(composes).toBe(9);
+  });
+
+  it('composes a body once for messages that ask for it while it is being composed', async () => {
+    let composes = 0;
+    const all = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        fromSharedBody('tx-concurrent', { email: `r${i}@example.net` }, `m-${i}@mail.example.com`, () => {
+          composes++;
+          return shared;
+        }),
+      ),
+    );
+    expect(all.every((p) => p !== null)).toBe(true);
+    expect(composes).toBe(1);
   });
 });
 

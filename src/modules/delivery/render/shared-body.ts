@@ -24,6 +24,7 @@
  * is not found as often as it was put in (a base64-encoded part), there is no shared body.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { dkimBodyHash, relaxedBody } from './dkim.ts';
 import { type BuildMessageInput, buildMessage } from './mime.ts';
 
@@ -92,12 +93,41 @@ interface Slot {
 
 const PLACEHOLDER_TO = 'recipient@placeholder.invalid';
 const PLACEHOLDER_ID = 'message@placeholder.invalid';
-const MAX_SHARED_BODIES = 64;
+/**
+ * How many shared bodies a render thread keeps, and their bytes at most (body, relaxed copy, header
+ * lines), least recently used dropped first. A count alone (it was 64, oldest first) did not
+ * survive fair claims (issue 18): a claim takes a few messages from each of 32 tenants in turn,
+ * so with 1,000 tenants sending one transmission each, a transmission came back after ~1,000
+ * others and was composed again every time: a third of every render, 620 msgs/s against 970 with
+ * the bodies kept (docs/benchmarks.md "Session 14"). Bytes bound the memory instead: 64 bodies
+ * with 25 MB attachments were 1.6 GB per thread. A body larger than the budget is not kept.
+ */
+const MAX_SHARED_BODIES = 4096;
+export const SHARED_BODY_BYTES = 64 * 1024 * 1024;
 const PLAIN_NAME = /^[A-Za-z0-9]+(?: [A-Za-z0-9]+)*$/;
 const ASCII_ADDRESS = /^[\x21-\x7e]+@[\x21-\x7e]+$/;
 
-/** Shared bodies by transmission id; null = this transmission cannot use one. Oldest dropped first. */
-const sharedBodies = new Map<string, Promise<SharedBody | null>>();
+/** A composed shared body; `body: null` = this transmission cannot use one. */
+interface Kept {
+  body: SharedBody | null;
+}
+
+function keptBytes(k: Kept): number {
+  const t = k.body;
+  if (!t) return 64;
+  let n = t.body.length + (t.relaxed?.rest.length ?? 0) + 256;
+  for (const l of t.lines) n += l.length;
+  return n;
+}
+
+function newCache(maxSize: number): LRUCache<string, Kept> {
+  return new LRUCache<string, Kept>({ max: MAX_SHARED_BODIES, maxSize, sizeCalculation: keptBytes });
+}
+
+/** Shared bodies by transmission id, composed. */
+let sharedBodies = newCache(SHARED_BODY_BYTES);
+/** Shared bodies being composed: the messages that arrive meanwhile wait for the same one. */
+const composing = new Map<string, Promise<Kept>>();
 
 /** The To value MailComposer would write, when it writes it verbatim; else null. */
 function plainTo(email: string, name: string | null | undefined): string | null {
@@ -272,16 +302,27 @@ export async function fromSharedBody(
 ): Promise<SharedBodyParts | null> {
   const toValue = plainTo(to.email, to.name);
   if (toValue === null || !ASCII_ADDRESS.test(messageId)) return null;
-  let entry = sharedBodies.get(transmissionId);
-  if (!entry) {
-    entry = (async () => {
-      const { markers, ...input } = shared();
-      return compose(input, markers);
-    })().catch(() => null);
-    if (sharedBodies.size >= MAX_SHARED_BODIES) sharedBodies.delete(sharedBodies.keys().next().value as string);
-    sharedBodies.set(transmissionId, entry);
+  let kept = sharedBodies.get(transmissionId);
+  if (!kept) {
+    let pending = composing.get(transmissionId);
+    if (!pending) {
+      const cache = sharedBodies;
+      pending = (async () => {
+        const { markers, ...input } = shared();
+        return compose(input, markers);
+      })()
+        .catch(() => null)
+        .then((body) => {
+          const k = { body };
+          cache.set(transmissionId, k);
+          composing.delete(transmissionId);
+          return k;
+        });
+      composing.set(transmissionId, pending);
+    }
+    kept = await pending;
   }
-  const t = await entry;
+  const t = kept.body;
   if (!t) return null;
   const lines = t.lines.slice();
   lines[t.toAt] = `To: ${toValue}`;
@@ -326,7 +367,13 @@ export async function fromSharedBody(
   };
 }
 
-/** Forgets every shared body (tests). */
-export function clearSharedBodies(): void {
-  sharedBodies.clear();
+/** Forgets every shared body; a test may give the byte budget of the new cache. */
+export function clearSharedBodies(budgetBytes: number = SHARED_BODY_BYTES): void {
+  sharedBodies = newCache(budgetBytes);
+  composing.clear();
+}
+
+/** The shared bodies kept and their bytes (tests). */
+export function sharedBodyStats(): { entries: number; bytes: number } {
+  return { entries: sharedBodies.size, bytes: sharedBodies.calculatedSize };
 }
