@@ -15,7 +15,7 @@ import {
   trustProxyOf,
 } from './config/network.ts';
 import { extraCaFileOf, masterKeyOf, smtpTlsFilesOf } from './config/secrets.ts';
-import type { Config } from './config/schema.ts';
+import { type Config, DEFAULT_DELIVERY_CLAIM_BATCH } from './config/schema.ts';
 
 /**
  * Environment -> validated, typed, frozen config. Nothing else in the code reads process.env.
@@ -167,7 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     importLimitBytes: int(env, 'POSTYARD_IMPORT_LIMIT_MB', 100, 1, 10240) * 1024 * 1024,
     authCacheSeconds: int(env, 'POSTYARD_AUTH_CACHE_SECONDS', 2, 0, 5),
     deliveryLeaseSeconds: int(env, 'POSTYARD_DELIVERY_LEASE_SECONDS', 300, 5, 3600),
-    deliveryClaimBatch: int(env, 'POSTYARD_DELIVERY_CLAIM_BATCH', 200, 1, 1000),
+    deliveryClaimBatch: int(env, 'POSTYARD_DELIVERY_CLAIM_BATCH', DEFAULT_DELIVERY_CLAIM_BATCH, 1, 1000),
     // Above the 10 s webhook POST timeout plus an outcome flush, so a live node keeps its claims.
     webhookLeaseSeconds: int(env, 'POSTYARD_WEBHOOK_LEASE_SECONDS', 120, 15, 3600),
     idempotencyPurgeSeconds: int(env, 'POSTYARD_IDEMPOTENCY_PURGE_SECONDS', 60, 1, 86_400),

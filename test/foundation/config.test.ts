@@ -57,8 +57,8 @@ describe('defaults (README.md "Configuration")', () => {
     expect(c.smtpTlsKey).toBeNull();
   });
 
-  it('delivery claims of at most 200 messages', () => {
-    expect(c.deliveryClaimBatch).toBe(200);
+  it('delivery claims of at most 50 messages', () => {
+    expect(c.deliveryClaimBatch).toBe(50);
   });
 
   it('rate limit 100 rps, burst 200; log level info; no master key until generated', () => {
@@ -110,7 +110,7 @@ describe('values are read from the environment', () => {
       POSTYARD_MASTER_KEY: 'ab'.repeat(32),
       POSTYARD_LOG_LEVEL: 'debug',
       POSTYARD_EHLO_NAME: 'mta.example.com',
-      POSTYARD_DELIVERY_CLAIM_BATCH: '50',
+      POSTYARD_DELIVERY_CLAIM_BATCH: '200',
     });
     expect(c).toMatchObject({
       httpPort: 8080,
@@ -130,7 +130,7 @@ describe('values are read from the environment', () => {
       rateLimitBurst: 5,
       logLevel: 'debug',
       ehloName: 'mta.example.com',
-      deliveryClaimBatch: 50,
+      deliveryClaimBatch: 200,
     });
     expect(c.masterKey?.toString('hex')).toBe('ab'.repeat(32));
   });

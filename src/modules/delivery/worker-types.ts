@@ -32,7 +32,7 @@ export interface DeliveryWorkerOptions {
   /** POSTYARD_BOUNCE_HOST: the return-path domain of mail whose From domain has no signing key. */
   bounceHost: string;
   ehloName: string;
-  /** Messages claimed per query; default 200. */
+  /** Messages claimed per query; default DEFAULT_DELIVERY_CLAIM_BATCH (50). */
   batchSize?: number;
   /** Claim lease; a crashed worker's messages come back after it. Default 300 s. */
   leaseMs?: number;

@@ -1,3 +1,4 @@
+import { DEFAULT_DELIVERY_CLAIM_BATCH } from '../../config/schema.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import { destinationOf, queueKey } from '../ip-pools/source-picker.ts';
@@ -59,7 +60,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
 
   constructor(opts: DeliveryWorkerOptions) {
     this.o = {
-      batchSize: 200,
+      batchSize: DEFAULT_DELIVERY_CLAIM_BATCH,
       leaseMs: 300_000,
       pollMs: 250,
       maxInflight: 2000,
