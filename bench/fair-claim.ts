@@ -31,8 +31,13 @@ import { queueSkewed } from './lib-queue.ts';
 
 const QUEUED = Number(process.env.BENCH_QUEUED ?? 1_000_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 1_000);
-const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 300);
 const BATCH = Number(process.env.BENCH_BATCH ?? DEFAULT_DELIVERY_CLAIM_BATCH);
+/**
+ * Claims each way. The p99 of 300 claims was their third slowest, and one run in three put it
+ * over 5 ms or under on the same tree (docs/benchmarks.md "Session 14"); 3,000 make it the 30th.
+ * Fewer when the batch is large: the claims take at most a quarter of the queue.
+ */
+const CLAIMS = Number(process.env.BENCH_CLAIMS ?? Math.min(3000, Math.floor(QUEUED / (4 * BATCH))));
 const PG_URL = process.env.BENCH_DATABASE_URL ?? '';
 /**
  * Claims per second, fair and FIFO together; 0 (the default): back to back. Back to back, SQLite
