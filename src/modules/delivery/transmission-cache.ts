@@ -21,19 +21,13 @@ export const TRANSMISSION_CACHE_BYTES = 64 * 1024 * 1024;
  */
 export class TransmissionCache {
   private readonly cache: LRUCache<string, Job['tx']>;
-  /** Stored size of each cached transmission, set by keep() (the cache's sizeCalculation reads it). */
-  private readonly sizes = new WeakMap<Job['tx'], number>();
 
   constructor(
     private readonly db: () => Executor,
     private readonly tracking: { base: string; key: Uint8Array } | null | undefined,
     maxBytes: number = TRANSMISSION_CACHE_BYTES,
   ) {
-    this.cache = new LRUCache<string, Job['tx']>({
-      max: MAX_TRANSMISSIONS,
-      maxSize: maxBytes,
-      sizeCalculation: (tx) => this.sizes.get(tx) ?? 1,
-    });
+    this.cache = new LRUCache<string, Job['tx']>({ max: MAX_TRANSMISSIONS, maxSize: maxBytes });
   }
 
   /** Transmissions kept and their stored bytes (tests). */
@@ -80,11 +74,9 @@ export class TransmissionCache {
       createdAtMs: Date.parse(row.created_at),
     };
     // What was loaded: the content's JSON (parsed, about as large), the raw message (decoded).
-    this.sizes.set(
-      tx,
-      1024 + row.content.length + (row.raw_message?.length ?? 0) + (row.tracking_links?.join('').length ?? 0),
-    );
-    this.cache.set(row.id, tx);
+    const size =
+      1024 + row.content.length + (row.raw_message?.length ?? 0) + (row.tracking_links?.join('').length ?? 0);
+    this.cache.set(row.id, tx, { size });
     return tx;
   }
 }
