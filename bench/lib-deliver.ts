@@ -10,7 +10,7 @@ import { createContainer } from '../src/container.ts';
 import type { MessageState } from '../src/db/message-state.ts';
 import { generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { createLogger } from '../src/logger.ts';
-import { freePort, spawnNode, stop } from './lib.ts';
+import { countMessages, freePort, spawnNode, stop } from './lib.ts';
 
 /** One RSA-2048 key for every sending domain of a run (and the sink's DNS record). */
 export const keys = generateDkimKeyPair();
@@ -124,16 +124,7 @@ export async function postyard(
   // The TypeScript sources (as the tests run them), never a dist/ built before the last edit.
   const child = spawnNode([...prof, 'bin/postyard-src.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
-  const count = async (states: MessageState[]) =>
-    Number(
-      (
-        await check.database.db
-          .selectFrom('messages')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('state', 'in', states)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const count = (states: MessageState[]) => countMessages(check, states);
   // The clock that compares with the raw pool starts at the worker's first claim: the pool's
   // figure does not include starting Node and loading modules either. Both are printed.
   let tClaim = 0;

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import pg from 'pg';
+import type { Container } from '../src/container.ts';
+import type { MessageState } from '../src/db/message-state.ts';
 
 /** Shared helpers for the benchmark scripts: ports, child servers, tables. */
 export async function freePort(): Promise<number> {
@@ -86,4 +88,14 @@ export function machineCpu(): { busy: number; total: number } {
   const total = v.reduce((a, b) => a + b, 0);
   const idle = (v[3] ?? 0) + (v[4] ?? 0);
   return { busy: total - idle, total };
+}
+
+/** Messages in any of `states` (the benches' progress probe while a worker delivers). */
+export async function countMessages(c: Container, states: MessageState[]): Promise<number> {
+  const row = await c.database.db
+    .selectFrom('messages')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('state', 'in', states)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

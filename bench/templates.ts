@@ -19,7 +19,7 @@ import { createLogger } from '../src/logger.ts';
 import { dkimDnsRecordValue, generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { validateTransmission } from '../src/modules/transmissions/transmissions.validate.ts';
 import { startDnsServer } from '../test/peers/dns-server.ts';
-import { freePort, freshPgSchema, machine, spawnNode, stop, table, waitHttp } from './lib.ts';
+import { countMessages, freePort, freshPgSchema, machine, spawnNode, stop, table, waitHttp } from './lib.ts';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 20_000);
 const ACCEPT_RECIPIENTS = 10_000;
@@ -152,16 +152,7 @@ async function deliver(
   const t0 = performance.now();
   const child = spawnNode(['bin/postyard-src.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
-  const count = async (states: MessageState[]) =>
-    Number(
-      (
-        await check.database.db
-          .selectFrom('messages')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('state', 'in', states)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const count = (states: MessageState[]) => countMessages(check, states);
   try {
     // The clock starts at the worker's first claim (as in bench/deliver.ts).
     let tClaim = 0;
