@@ -7,10 +7,9 @@
 import { fork } from 'node:child_process';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
-import type { MessageState } from '../src/db/message-state.ts';
 import { generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { createLogger } from '../src/logger.ts';
-import { countMessages, freePort, spawnNode, stop } from './lib.ts';
+import { freePort, peakRssMb, spawnNode, stop, waitForDelivery } from './lib.ts';
 
 /** One RSA-2048 key for every sending domain of a run (and the sink's DNS record). */
 export const keys = generateDkimKeyPair();
@@ -124,25 +123,12 @@ export async function postyard(
   // The TypeScript sources (as the tests run them), never a dist/ built before the last edit.
   const child = spawnNode([...prof, 'bin/postyard-src.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
-  const count = (states: MessageState[]) => countMessages(check, states);
   // The clock that compares with the raw pool starts at the worker's first claim: the pool's
   // figure does not include starting Node and loading modules either. Both are printed.
-  let tClaim = 0;
-  while (tClaim === 0) {
-    await new Promise((r) => setTimeout(r, 5));
-    if ((await count(['sending', 'delivered'])) > 0) tClaim = performance.now();
-    if (performance.now() - t0 > 60_000) throw new Error('the worker claimed nothing within 60 s');
-  }
-  let delivered = 0;
-  while (delivered < messages) {
-    await new Promise((r) => setTimeout(r, 50));
-    delivered = await count(['delivered']);
-    if (performance.now() - t0 > 600_000) throw new Error(`stuck at ${delivered}`);
-  }
-  const end = performance.now();
+  const { firstClaimAt: tClaim, endAt: end } = await waitForDelivery(check, messages, t0);
   const secs = (end - tClaim) / 1000;
   const withStart = (end - t0) / 1000;
-  const rss = await import('./lib.ts').then((l) => l.peakRssMb(child.pid as number));
+  const rss = await peakRssMb(child.pid as number);
   // CPU per message (worker process with its render threads; this process, which runs the sink
   // MX): far less swayed by other load on the machine than msgs/s.
   const workerCpuMs = (await processCpuMs(child.pid as number)) / messages;

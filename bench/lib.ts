@@ -99,3 +99,30 @@ export async function countMessages(c: Container, states: MessageState[]): Promi
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/**
+ * Waits for a worker that was started at `t0` to claim (first message `sending` or delivered) and
+ * then to finish `n` messages (in any of `doneStates`). Returns when each happened: the
+ * delivery benches time from the first claim, as a raw client's figure does not include starting
+ * Node either.
+ */
+export async function waitForDelivery(
+  c: Container,
+  n: number,
+  t0: number,
+  doneStates: MessageState[] = ['delivered'],
+): Promise<{ firstClaimAt: number; endAt: number }> {
+  let firstClaimAt = 0;
+  while (firstClaimAt === 0) {
+    await new Promise((r) => setTimeout(r, 5));
+    if ((await countMessages(c, ['sending', 'delivered'])) > 0) firstClaimAt = performance.now();
+    if (performance.now() - t0 > 60_000) throw new Error('the worker claimed nothing within 60 s');
+  }
+  let done = 0;
+  while (done < n) {
+    await new Promise((r) => setTimeout(r, 50));
+    done = await countMessages(c, doneStates);
+    if (performance.now() - t0 > 600_000) throw new Error(`stuck at ${done}`);
+  }
+  return { firstClaimAt, endAt: performance.now() };
+}

@@ -14,12 +14,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
-import type { MessageState } from '../src/db/message-state.ts';
 import { createLogger } from '../src/logger.ts';
 import { dkimDnsRecordValue, generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { validateTransmission } from '../src/modules/transmissions/transmissions.validate.ts';
 import { startDnsServer } from '../test/peers/dns-server.ts';
-import { countMessages, freePort, freshPgSchema, machine, spawnNode, stop, table, waitHttp } from './lib.ts';
+import {
+  countMessages,
+  freePort,
+  freshPgSchema,
+  machine,
+  spawnNode,
+  stop,
+  table,
+  waitForDelivery,
+  waitHttp,
+} from './lib.ts';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 20_000);
 const ACCEPT_RECIPIENTS = 10_000;
@@ -152,22 +161,10 @@ async function deliver(
   const t0 = performance.now();
   const child = spawnNode(['bin/postyard-src.js', 'start', '--roles', 'worker'], { ...env });
   const check = await createContainer(config, createLogger('warn'));
-  const count = (states: MessageState[]) => countMessages(check, states);
   try {
     // The clock starts at the worker's first claim (as in bench/deliver.ts).
-    let tClaim = 0;
-    while (tClaim === 0) {
-      await new Promise((r) => setTimeout(r, 5));
-      if ((await count(['sending', 'delivered'])) > 0) tClaim = performance.now();
-      if (performance.now() - t0 > 60_000) throw new Error('the worker claimed nothing within 60 s');
-    }
-    let done = 0;
-    while (done < N) {
-      await new Promise((r) => setTimeout(r, 50));
-      done = await count(['delivered', 'failed']);
-      if (performance.now() - t0 > 600_000) throw new Error(`stuck at ${done}`);
-    }
-    const failed = await count(['failed']);
+    const { firstClaimAt: tClaim } = await waitForDelivery(check, N, t0, ['delivered', 'failed']);
+    const failed = await countMessages(check, ['failed']);
     if (failed > 0) throw new Error(`${failed} messages failed`);
     return { label, rate: N / ((performance.now() - tClaim) / 1000) };
   } finally {
