@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -5,6 +6,7 @@ import { cpus, totalmem } from 'node:os';
 import pg from 'pg';
 import type { Container } from '../src/container.ts';
 import type { MessageState } from '../src/db/message-state.ts';
+import type { MessagesTable } from '../src/db/schema.ts';
 
 /** Shared helpers for the benchmark scripts: ports, child servers, tables. */
 export async function freePort(): Promise<number> {
@@ -125,4 +127,26 @@ export async function waitForDelivery(
     if (performance.now() - t0 > 600_000) throw new Error(`stuck at ${done}`);
   }
   return { firstClaimAt, endAt: performance.now() };
+}
+
+/** A claimed message row as a render request carries it (the render benches): recipient r<i>@dest.test. */
+export function benchMessageRow(txId: string, i: number, substitutionData: string | null = null): MessagesTable {
+  return {
+    tenant_id: 'bench',
+    id: randomUUID(),
+    transmission_id: txId,
+    recipient: `r${i}@dest.test`,
+    recipient_name: null,
+    recipient_domain: 'dest.test',
+    substitution_data: substitutionData,
+    metadata: null,
+    state: 'sending',
+    attempt_count: 0,
+    next_attempt_at: '',
+    locked_until: null,
+    locked_by: null,
+    last_response: null,
+    created_at: '',
+    updated_at: '',
+  };
 }

@@ -18,14 +18,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import pino from 'pino';
-import type { MessagesTable } from '../src/db/schema.ts';
 import { generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { RenderPool } from '../src/modules/delivery/render/render-pool.ts';
 import { forDelivery, type RenderRequest } from '../src/modules/delivery/render/renderer.ts';
 import { trackingPlan } from '../src/modules/tracking/render-plan.ts';
 import { trackedLinks } from '../src/modules/tracking/rewrite.ts';
 import { deriveTokenKey } from '../src/modules/tracking/token.ts';
-import { machine, table } from './lib.ts';
+import { benchMessageRow, machine, table } from './lib.ts';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 3000);
 const BLOCKS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -74,27 +73,6 @@ function transmission(on: boolean): RenderRequest['tx'] {
   return { ...base, options: { ...base.options, tracking } };
 }
 
-function message(txId: string, i: number): MessagesTable {
-  return {
-    tenant_id: 'bench',
-    id: randomUUID(),
-    transmission_id: txId,
-    recipient: `r${i}@dest.test`,
-    recipient_name: null,
-    recipient_domain: 'dest.test',
-    substitution_data: null,
-    metadata: null,
-    state: 'sending',
-    attempt_count: 0,
-    next_attempt_at: '',
-    locked_until: null,
-    locked_by: null,
-    last_response: null,
-    created_at: '',
-    updated_at: '',
-  };
-}
-
 /**
  * The pool's one render thread (a private field, read for this measure only): its event loop's
  * busy time per message is what bounds delivery when that thread is the pipeline's narrowest step.
@@ -110,7 +88,7 @@ async function round(on: boolean) {
   const pool = new RenderPool(1, pino({ level: 'silent' }));
   // As lane.ts builds it: a new request object per message over the cached transmission.
   const req = (i: number): RenderRequest => ({
-    msg: message(tx.id, i),
+    msg: benchMessageRow(tx.id, i),
     tx: { id: tx.id, content: tx.content, raw: tx.raw, options: tx.options, fromDomain: tx.fromDomain },
     key: signingKey,
     verpToken: 'abcdefghijklmnopqrstuvwxyz0123456789',

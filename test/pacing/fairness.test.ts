@@ -61,9 +61,20 @@ describe('fairness across tenants', () => {
     await sink.waitForMessages(200, 30_000);
     const sentAt = Date.now();
     await send(b, ['reset@dest.test'], false);
+    // Where B's time went, for the failure message: accepted, claimed (leased), sent.
+    const ofAAt = () => sink.messages.filter((m) => m.rcptTo[0]?.startsWith('a') && m.receivedAt >= sentAt).length;
+    const steps = [`accepted after ${Date.now() - sentAt} ms and ${ofAAt()} of A's`];
     const deadline = sentAt + 15_000;
     let arrived: number | null = null;
     while (Date.now() < deadline) {
+      if (steps.length === 1) {
+        const leased = await ctx.c.database.db
+          .selectFrom('messages')
+          .select('locked_by')
+          .where('tenant_id', '=', b.tenantId)
+          .executeTakeFirst();
+        if (leased?.locked_by) steps.push(`claimed after ${Date.now() - sentAt} ms and ${ofAAt()} of A's`);
+      }
       const m = sink.messages.find((x) => x.rcptTo.includes('reset@dest.test'));
       if (m) {
         arrived = m.receivedAt;
@@ -80,11 +91,14 @@ describe('fairness across tenants', () => {
     // change (it slows A's and B's mail alike): with the fair claim, B is in the next claim and
     // first in its domain queue, so only what was already in A's sessions and one claim of A's can
     // go before it. The old FIFO claim sent A's whole in-flight share first (1,000 of the worker's
-    // 2,000), then every later claim was A's again until its backlog ran out.
-    const aBetween = ofA.filter((m) => m.receivedAt >= sentAt && m.receivedAt <= (arrived as number)).length;
-    console.log(
-      `fairness: B arrived ${(arrived as number) - sentAt} ms after its accept; ${aBetween} of A's messages went out meanwhile`,
-    );
-    expect(aBetween).toBeLessThan(400);
+    // 2,000), then every later claim was A's again until its backlog ran out. A busy render thread
+    // also held B back once (CI: 2,859 of A's): it rendered every request that came while B's new
+    // body was being composed (render-thread.ts, src/modules/delivery/render/render-pool.test.ts).
+    const between = ofA.filter((m) => m.receivedAt >= sentAt && m.receivedAt <= (arrived as number));
+    const perSession = new Map<number, number>();
+    for (const m of between) perSession.set(m.remotePort, (perSession.get(m.remotePort) ?? 0) + 1);
+    const story = `${steps.join('; ')}; sent after ${(arrived as number) - sentAt} ms; A's per session meanwhile: ${[...perSession.values()].join(', ')}`;
+    console.log(`fairness: ${story}`);
+    expect(between.length, story).toBeLessThan(400);
   }, 180_000);
 });

@@ -125,6 +125,53 @@ describe('RenderPool (messages built and signed on worker threads)', () => {
     }
   });
 
+  it("starts a new transmission's first message behind what came before it, not behind everything that comes while its body is composed", async () => {
+    // Text-only mail whose body the thread keeps renders synchronously; a new transmission's body
+    // is composed by MailComposer over several event-loop turns. Requests used to start as their
+    // messages arrived, up to ~1,000 per turn, so with 40 in hand (the worker's 5 lanes x 8 ahead)
+    // a password reset waited behind ~2,000 bulk renders (test/pacing/fairness.test.ts in CI).
+    const pool = new RenderPool(1, logger);
+    const plain = (i: number, txId: string): RenderRequest => {
+      const r = request(i);
+      return {
+        ...r,
+        msg: { ...r.msg, transmission_id: txId, substitution_data: null },
+        tx: {
+          ...r.tx,
+          id: txId,
+          content: { ...r.tx.content, html: null, attachments: [], text: 'Everything must go' },
+        },
+      };
+    };
+    let done = 0;
+    let stop = false;
+    try {
+      await pool.warm();
+      const flood = Array.from({ length: 40 }, async (_, k) => {
+        for (let i = k; !stop; i += 40) {
+          await pool.render(plain(i, 'bulk'));
+          done++;
+        }
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      const meanwhile: number[] = [];
+      for (let p = 0; p < 3; p++) {
+        const before = done;
+        const reset = await pool.render(plain(p, `reset-${p}`));
+        meanwhile.push(done - before);
+        expect(reset.signed).toBe(true);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      stop = true;
+      await Promise.all(flood);
+      // The 40 ahead of it, and STARTS_PER_TURN (16) per turn while its body is composed (a few turns).
+      expect(Math.max(...meanwhile), `bulk renders finished meanwhile: ${meanwhile.join(', ')}`).toBeLessThan(300);
+    } finally {
+      stop = true;
+      await pool.close();
+    }
+  });
+
   it('close() finishes what was in hand', async () => {
     const pool = new RenderPool(1, logger);
     const inHand = Array.from({ length: 10 }, (_, i) => pool.render(request(i)));

@@ -12,7 +12,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { type RenderedMessage, type RenderRequest, renderMessage } from './renderer.ts';
-import type { RenderThreadReply, RenderThreadRequest } from './render-thread.ts';
+import type { RenderThreadData, RenderThreadReply, RenderThreadRequest } from './render-thread.ts';
 
 export interface Renderer {
   render(req: RenderRequest): Promise<RenderedMessage>;
@@ -48,6 +48,13 @@ const ENTRY = import.meta.url.endsWith('.ts')
   ? new URL('./render-thread-entry.js', import.meta.url)
   : new URL('./render-thread.js', import.meta.url);
 
+/**
+ * Requests a thread starts per event-loop turn (render-thread.ts): enough that a turn's fixed
+ * cost stays small beside its renders, few enough that composing a new transmission's body is
+ * not held back by every request that arrived meanwhile (bench/render-turns.ts).
+ */
+export const STARTS_PER_TURN = 16;
+
 export class RenderPool implements Renderer {
   private readonly threads: (RenderThread | null)[];
   private nextId = 1;
@@ -56,6 +63,8 @@ export class RenderPool implements Renderer {
   constructor(
     size: number,
     private readonly logger: Logger,
+    /** 0: every request started as its message arrives (before; the baseline of bench/render-turns.ts). */
+    private readonly startsPerTurn: number = STARTS_PER_TURN,
   ) {
     this.threads = Array.from({ length: size }, () => null);
   }
@@ -120,7 +129,8 @@ export class RenderPool implements Renderer {
 
   private start(slot: number): RenderThread {
     // execArgv: []: the entry registers tsx itself; inheriting the parent's --import would load it twice.
-    const worker = new Worker(ENTRY, { execArgv: [] });
+    const workerData: RenderThreadData = { startsPerTurn: this.startsPerTurn };
+    const worker = new Worker(ENTRY, { execArgv: [], workerData });
     worker.unref();
     const t: RenderThread = { worker, ready: false, onReady: [], backlog: [], pending: new Map() };
     const readied = () => {
