@@ -37,8 +37,8 @@ export interface RenderThreadData {
  * (Node delivers up to 1,000 port messages per turn, and a message whose transmission's body is
  * kept renders synchronously, so its reply brings the next request in the same turn), while
  * composing a new transmission's body (MailComposer: stream steps, 3 to 20 turns) advanced one
- * step per turn: with 40 renders in hand, a password reset's first message waited 0.4 to 1.4 s
- * behind 1,000 to 2,500 renders of a bulk sender's mail (test/pacing/fairness.test.ts failed in
+ * step per turn: with 40 renders in hand, a password reset's first message waited 0.4 to 1.7 s
+ * behind 1,300 to 2,800 renders of a bulk sender's mail (test/pacing/fairness.test.ts failed in
  * CI so; bench/render-turns.ts). Now a compose in progress takes a step every 16 starts.
  */
 const { startsPerTurn } = workerData as RenderThreadData;
