@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Container } from '../src/container.ts';
 import type { MessageState } from '../src/db/message-state.ts';
 import type { MessagesTable } from '../src/db/schema.ts';
+import { generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 
 /** Shared helpers for the benchmark scripts: ports, child servers, tables. */
 export async function freePort(): Promise<number> {
@@ -148,5 +149,16 @@ export function benchMessageRow(txId: string, i: number, substitutionData: strin
     last_response: null,
     created_at: '',
     updated_at: '',
+  };
+}
+
+/** A fresh RSA-2048 DKIM key for bench.test (selector s1), as a render request carries it (the render benches). */
+export function benchSigningKey() {
+  const keys = generateDkimKeyPair();
+  return {
+    domainName: 'bench.test',
+    keySelector: 's1',
+    privateKeyPem: keys.privateKeyPem,
+    returnPathDomain: 'bench.test',
   };
 }

@@ -17,11 +17,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { RenderPool, STARTS_PER_TURN } from '../src/modules/delivery/render/render-pool.ts';
 import type { RenderRequest } from '../src/modules/delivery/render/renderer.ts';
 import { median } from './lib-deliver.ts';
-import { benchMessageRow, machine, table } from './lib.ts';
+import { benchMessageRow, benchSigningKey, machine, table } from './lib.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -29,13 +28,7 @@ const PROBES = Number(process.env.BENCH_PROBES ?? 10);
 const STARTS = Number(process.env.BENCH_STARTS ?? STARTS_PER_TURN);
 const IN_HAND = 40;
 const AS_ARRIVED = 0;
-const keys = generateDkimKeyPair();
-const key = {
-  domainName: 'bench.test',
-  keySelector: 's1',
-  privateKeyPem: keys.privateKeyPem,
-  returnPathDomain: 'bench.test',
-};
+const key = benchSigningKey();
 
 type Kind = 'kept' | 'personal';
 

@@ -18,13 +18,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import pino from 'pino';
-import { generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import { RenderPool } from '../src/modules/delivery/render/render-pool.ts';
 import { forDelivery, type RenderRequest } from '../src/modules/delivery/render/renderer.ts';
 import { trackingPlan } from '../src/modules/tracking/render-plan.ts';
 import { trackedLinks } from '../src/modules/tracking/rewrite.ts';
 import { deriveTokenKey } from '../src/modules/tracking/token.ts';
-import { benchMessageRow, machine, table } from './lib.ts';
+import { benchMessageRow, benchSigningKey, machine, table } from './lib.ts';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 3000);
 const BLOCKS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -35,13 +34,7 @@ const HTML = `<html><body>${Array.from(
   (_, i) =>
     `<p>Item ${i}: <a href="https://shop.bench.test/products/${1000 + i}?utm_source=newsletter&amp;utm_campaign=week47">see the offer</a></p>`,
 ).join('')}</body></html>`;
-const keys = generateDkimKeyPair();
-const signingKey = {
-  domainName: 'bench.test',
-  keySelector: 's1',
-  privateKeyPem: keys.privateKeyPem,
-  returnPathDomain: 'bench.test',
-};
+const signingKey = benchSigningKey();
 const ctx = { base: 'http://localhost:3000', key: deriveTokenKey(Buffer.alloc(32, 7)) };
 
 /** A transmission as TransmissionCache makes it (transmission-cache.ts keep). */
