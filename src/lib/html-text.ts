@@ -6,6 +6,8 @@
  * always wins: this runs only when the content has none.
  */
 import { compile } from 'html-to-text';
+import { HTML_TOO_DEEP, htmlTooDeep } from './html-depth.ts';
+import { RenderError } from './template-language.ts';
 
 const convert = compile({
   wordwrap: 78,
@@ -17,6 +19,11 @@ const convert = compile({
   ],
 });
 
+/**
+ * Throws RenderError (`render_failed: html: ...`) for html nested deeper than MAX_HTML_DEPTH:
+ * html-to-text would overflow the call stack (src/lib/html-depth.ts).
+ */
 export function textFromHtml(html: string): string {
+  if (htmlTooDeep(html)) throw new RenderError('html', HTML_TOO_DEEP);
   return convert(html);
 }

@@ -97,6 +97,17 @@ describe('what matched nothing, and auto-replies', () => {
 });
 
 describe('huge reports', () => {
+  it('an HTML-only message nested 20,000 elements deep to fbl@: 250, counted unmatched, the listener lives on', async () => {
+    const before = await metric('unmatched');
+    const html = `${'<div>'.repeat(20_000)}${SECRET}`;
+    const raw = `From: anyone@anywhere.test\r\nSubject: hi\r\nContent-Type: text/html\r\n\r\n${html}\r\n`;
+    const info = await sendInbound(inbound.port, ['fbl@bounce.postyard.test'], raw, 'anyone@anywhere.test');
+    expect(info.response).toMatch(/^250 .*unmatched/);
+    expect(await metric('unmatched')).toBe(before + 1);
+    const again = await sendInbound(inbound.port, ['fbl@bounce.postyard.test'], raw, 'anyone@anywhere.test');
+    expect(again.response).toMatch(/^250 /);
+  });
+
   it('a 9 MB DSN whose status part comes after an 8 MB attachment still bounces its message', async () => {
     const sent = await deliver(h, h.a, 'huge-dsn@dest.test');
     const boundary = '--4XyZ1.1764126060/mx1.dest.test';

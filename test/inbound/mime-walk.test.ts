@@ -85,4 +85,12 @@ describe('walkMessage', () => {
     const raw = Buffer.from(`Content-Type: multipart/mixed; boundary="p"\r\n\r\n${parts}--p--\r\n`);
     await expect(walkMessage(raw)).rejects.toThrow(/child nodes/);
   });
+
+  it('an HTML-only message nested 20,000 elements deep is read down to the depth limit, without a stack overflow', async () => {
+    const html = `<p>Mailbox unavailable: ann@dest.test</p>${'<div>'.repeat(20_000)}too deep`;
+    const raw = Buffer.from(`From: x@anywhere.test\r\nContent-Type: text/html\r\n\r\n${html}\r\n`);
+    const mail = await walkMessage(raw);
+    expect(mail.text).toContain('Mailbox unavailable: ann@dest.test');
+    expect(mail.text).not.toContain('too deep');
+  });
 });

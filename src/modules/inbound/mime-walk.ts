@@ -2,6 +2,7 @@ import { convert as htmlToText } from 'html-to-text';
 import libmime from 'libmime';
 import libqp from 'libqp';
 import mailsplit from 'mailsplit';
+import { MAX_HTML_DEPTH } from '../../lib/html-depth.ts';
 
 /**
  * The parts of an inbound message that report reading needs, and nothing else (issue 17,
@@ -133,6 +134,15 @@ export function walkMessage(raw: Buffer): Promise<WalkedMessage> {
     });
     splitter.on('error', reject);
     splitter.on('end', () => {
+      // Thrown here, an error would be an uncaught exception (the listener runs on 'end', not
+      // under the caller's await) and end the process: reject instead.
+      try {
+        resolve(finish());
+      } catch (err) {
+        reject(err);
+      }
+    });
+    const finish = (): WalkedMessage => {
       const top = root as MimeNode | null;
       const headers = top ? headerMap(top) : new Map<string, string>();
       const ct = libmime.parseHeaderValue(headers.get('content-type') ?? '');
@@ -145,22 +155,28 @@ export function walkMessage(raw: Buffer): Promise<WalkedMessage> {
         else (c.role === 'plain' ? plain : html).push(text);
       }
       let text = plain.join('\n');
-      if (!text && html.length) text = htmlToText(html.join('\n').slice(0, SCAN_BYTES), { wordwrap: false });
+      // maxDepth: html-to-text recurses per element, and anyone may send 20,000 nested <div>s
+      // (issue 31: the stack overflowed); text deeper than that is left out.
+      if (!text && html.length)
+        text = htmlToText(html.join('\n').slice(0, SCAN_BYTES), {
+          wordwrap: false,
+          limits: { maxDepth: MAX_HTML_DEPTH },
+        });
       let subject = headers.get('subject') ?? '';
       try {
         subject = libmime.decodeWords(subject);
       } catch {
         // Keep the raw subject: the heuristics read it as it is.
       }
-      resolve({
+      return {
         headers,
         contentType: (ct.value ?? '').toLowerCase().trim(),
         reportType: ct.params['report-type']?.toLowerCase().trim() ?? null,
         subject,
         text: text.slice(0, SCAN_BYTES),
         parts,
-      });
-    });
+      };
+    };
     splitter.end(raw);
   });
 }

@@ -6,6 +6,7 @@
  * header-bound source. Field names are prefixed (`content.` for transmissions).
  */
 import { checkMailbox, hasControlChars } from '../../lib/email.ts';
+import { htmlDepthProblems } from '../../lib/html-depth.ts';
 import { syntaxProblems, usesLanguage } from '../../lib/template-language.ts';
 import { HEADER_NAME, RESERVED_HEADERS } from '../content/stored-content.ts';
 
@@ -70,5 +71,6 @@ export function contentProblems(f: ContentFields, prefix = ''): Problem[] {
       problems.push({ field, message: 'header value must not contain CR, LF or other control characters' });
   }
   problems.push(...languageProblems(f, prefix));
+  problems.push(...htmlDepthProblems(f.html, `${prefix}html`));
   return problems;
 }

@@ -6,6 +6,7 @@
  */
 import { domainOf, formatMailbox, parseMailbox } from '../../lib/email.ts';
 import { validationError } from '../../lib/errors.ts';
+import { htmlDepthProblems } from '../../lib/html-depth.ts';
 import { languageProblems, type Problem } from './content-rules.ts';
 import { mergeData } from './render-content.ts';
 import type { TemplateForSend } from './templates.service.ts';
@@ -49,7 +50,7 @@ export function sendProblems(c: RequestContent, template: TemplateForSend | null
   if (c.template_id === undefined) {
     const problems: Problem[] = [];
     if (c.subject === undefined) problems.push({ field: 'content.subject', message: 'content.subject is required' });
-    return [...problems, ...languageProblems(c, 'content.')];
+    return [...problems, ...languageProblems(c, 'content.'), ...htmlDepthProblems(c.html, 'content.html')];
   }
   if (!template)
     return [
