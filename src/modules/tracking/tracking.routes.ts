@@ -19,6 +19,7 @@ import { getTrackingSettings, patchTrackingSettings } from './settings.ts';
 import { deriveTokenKey, type TokenKind, type TrackingToken, verifyToken } from './token.ts';
 import { type ClientInfo, TrackingService } from './tracking.service.ts';
 import { unsubscribeDonePage, unsubscribePage } from './unsubscribe-page.ts';
+import { redirectTarget } from './redirect-target.ts';
 
 /** A transparent 1x1 GIF (43 bytes). */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
@@ -133,7 +134,7 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
       counted.inc({ kind: 'click' });
       return reply
         .code(302)
-        .header('Location', url)
+        .header('Location', redirectTarget(url))
         .header('Cache-Control', 'no-store')
         .header('Referrer-Policy', 'no-referrer')
         .send();
