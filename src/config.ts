@@ -155,6 +155,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     maxDomainsPerTenant: int(env, 'POSTYARD_MAX_DOMAINS_PER_TENANT', 100, 1, 1_000_000),
     authFailuresPerIp: int(env, 'POSTYARD_AUTH_FAILURES_PER_IP', 60, 0, 1_000_000),
+    signInFailuresPerAccount: int(env, 'POSTYARD_SIGNIN_FAILURES_PER_ACCOUNT', 10, 1, 1000),
     masterKey,
     logLevel,
     logFormat,

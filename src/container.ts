@@ -30,7 +30,9 @@ import { SmtpCredentialsService } from './modules/smtp-credentials/smtp-credenti
 import { TransmissionsService } from './modules/transmissions/transmissions.service.ts';
 import { TenantsService } from './modules/tenants/tenants.service.ts';
 import { TemplatesService } from './modules/templates/templates.service.ts';
-import { DashboardAccounts } from './modules/dashboard/accounts.service.ts';
+import { DashboardAccounts, DEFAULT_DASHBOARD_SETTINGS } from './modules/dashboard/accounts.service.ts';
+import { signInBudgets } from './modules/dashboard/sign-in-limits.ts';
+import { TrustedDevices } from './modules/dashboard/trusted-device.ts';
 import { IpPoolsService } from './modules/ip-pools/ip-pools.service.ts';
 import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
 import { loadPacingData } from './modules/pacing/pacing-data.ts';
@@ -162,7 +164,10 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     pacing: new PacingService(database, loadPacingData(config.pacingFile), logger),
     events: new EventsService(database, cursors),
     webhooks,
-    dashboard: new DashboardAccounts(database.db, rateLimiter),
+    dashboard: new DashboardAccounts(database.db, rateLimiter, new TrustedDevices(masterKey), {
+      ...DEFAULT_DASHBOARD_SETTINGS,
+      signIn: signInBudgets(config.signInFailuresPerAccount),
+    }),
     timers,
     async close() {
       for (const t of timers) clearInterval(t);

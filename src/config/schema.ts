@@ -96,6 +96,8 @@ export interface LimitsConfig {
   maxDomainsPerTenant: number;
   /** Failed API-key / SMTP AUTH attempts per client address per 10 minutes (then 429 / 421); 0 = off. */
   authFailuresPerIp: number;
+  /** Failed dashboard sign-ins per account per 15 minutes, all addresses together (then locked but for trusted devices). */
+  signInFailuresPerAccount: number;
   /** Seconds an API-key lookup may be cached; the contract caps it at 5. */
   authCacheSeconds: number;
 }

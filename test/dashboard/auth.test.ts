@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/lib/crypto.ts';
+import { DEFAULT_ACCOUNT_FAILURES as ACCOUNT_FAILURES } from '../../src/modules/dashboard/sign-in-limits.ts';
 import { call, createTenant, createTestContext, type TestContext } from '../helpers/context.ts';
 import { DashClient, PASSWORD, setCookies, signedInUser } from './helpers.ts';
 
@@ -16,10 +17,10 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-async function newUser(password: string | null = PASSWORD) {
-  const tenant = await createTenant(ctx);
+async function newUser(password: string | null = PASSWORD, on: TestContext = ctx) {
+  const tenant = await createTenant(on);
   const email = `u-${Math.random().toString(36).slice(2, 10)}@Example.com`;
-  const user = await ctx.c.dashboard.createUser(tenant.tenantId, { email, ...(password ? { password } : {}) });
+  const user = await on.c.dashboard.createUser(tenant.tenantId, { email, ...(password ? { password } : {}) });
   return { tenant, email, user };
 }
 
@@ -86,36 +87,24 @@ describe('password sign-in', () => {
 });
 
 describe('sign-in rate limits', () => {
-  it('locks an email after 5 failed attempts for the address that failed (429 with Retry-After, even with the right password)', async () => {
+  it(`locks an account after ${ACCOUNT_FAILURES} failed attempts from any addresses (429 with Retry-After, even with the right password)`, async () => {
     const { email } = await newUser();
     const guesser = new DashClient(ctx.app);
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < ACCOUNT_FAILURES; i++) {
       const res = await guesser.login(email, `wrong-${i}-password`);
       expect(res.statusCode).toBe(401);
     }
-    for (const password of ['wrong-5-password', PASSWORD]) {
+    for (const password of ['wrong-x-password', PASSWORD]) {
       const locked = await guesser.login(email, password);
       expect(locked.statusCode, password).toBe(429);
       expect(locked.json().errors[0].code).toBe('rate_limited');
       expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
     }
+    // The lock is the account's: a browser at another address that never failed is refused too.
+    expect((await new DashClient(ctx.app).login(email, PASSWORD)).statusCode).toBe(429);
     // Another account from another address is unaffected.
     const other = await newUser();
     expect((await new DashClient(ctx.app).login(other.email, PASSWORD)).statusCode).toBe(200);
-  });
-
-  it("someone else's wrong guesses do not lock the owner out: an address that has not failed signs in", async () => {
-    const { email } = await newUser();
-    // Five wrong passwords from five addresses lock the email...
-    for (let i = 0; i < 5; i++) {
-      expect((await new DashClient(ctx.app).login(email, `wrong-${i}-password`)).statusCode).toBe(401);
-    }
-    // ...yet the owner, from an address that has not failed, signs in with the right password.
-    expect((await new DashClient(ctx.app).login(email, PASSWORD)).statusCode).toBe(200);
-    // While the email is locked, an address gets one wrong guess; then it is refused unheard.
-    const late = new DashClient(ctx.app);
-    expect((await late.login(email, 'another-wrong-password')).statusCode).toBe(401);
-    expect((await late.login(email, PASSWORD)).statusCode).toBe(429);
   });
 
   it('counts failures only: signing in again and again is never refused', async () => {
@@ -138,6 +127,100 @@ describe('sign-in rate limits', () => {
     const res = await client.login(email, PASSWORD);
     expect(res.statusCode).toBe(429);
     expect(res.headers['retry-after']).toBeDefined();
+  });
+});
+
+describe('trusted devices (here with POSTYARD_SIGNIN_FAILURES_PER_ACCOUNT=3)', () => {
+  const LOCK = 3;
+  let lim: TestContext;
+  beforeAll(async () => {
+    lim = await createTestContext({ env: { POSTYARD_SIGNIN_FAILURES_PER_ACCOUNT: String(LOCK) } });
+  });
+  afterAll(async () => {
+    await lim?.close();
+  });
+
+  /** Wrong passwords from `n` fresh addresses (fresh browsers): what a guesser rotating addresses does. */
+  async function guessFromFreshAddresses(email: string, n: number): Promise<number[]> {
+    const codes: number[] = [];
+    for (let i = 0; i < n; i++)
+      codes.push((await new DashClient(lim.app).login(email, `wrong-${i}-password`)).statusCode);
+    return codes;
+  }
+
+  it("someone else's wrong guesses do not lock the owner out of a browser that signed in before (trusted device)", async () => {
+    const { email } = await newUser(PASSWORD, lim);
+    const owner = new DashClient(lim.app);
+    const first = await owner.login(email, PASSWORD);
+    expect(first.statusCode).toBe(200);
+    const device = setCookies(first).postyard_device;
+    expect(device?.value).toMatch(/^1\.[0-9a-f-]{36}\.[0-9A-Za-z]{22}\.\d+\.[A-Za-z0-9_-]{43}$/);
+    expect(device?.raw).toMatch(/HttpOnly/);
+    expect(device?.raw).toMatch(/SameSite=Strict/);
+    expect(device?.raw).toMatch(/Path=\/dashboard\/api(;|$)/);
+    expect(device?.raw).toMatch(/Max-Age=7776000/); // 90 days
+    // Signing out ends the session, not the trust in the browser.
+    expect((await owner.post('/dashboard/api/logout')).statusCode).toBe(204);
+    expect(owner.cookies.get('postyard_device')).toBe(device?.value);
+
+    expect(await guessFromFreshAddresses(email, LOCK)).toEqual(Array(LOCK).fill(401));
+    // Locked: a browser that never signed in is refused unheard, even with the right password...
+    expect((await new DashClient(lim.app).login(email, PASSWORD)).statusCode).toBe(429);
+    // ...and the owner's browser signs in; each sign-in renews its trust.
+    const again = await owner.login(email, PASSWORD);
+    expect(again.statusCode).toBe(200);
+    expect(setCookies(again).postyard_device?.value.split('.')[2]).toBe(device?.value.split('.')[2]);
+  });
+
+  it('a trusted device has a budget of its own: 5 wrong passwords, then 429 for it, even with the right one', async () => {
+    const { email } = await newUser(PASSWORD, lim);
+    const owner = new DashClient(lim.app);
+    expect((await owner.login(email, PASSWORD)).statusCode).toBe(200);
+    await guessFromFreshAddresses(email, LOCK);
+    for (let i = 0; i < 5; i++) expect((await owner.login(email, `typo-${i}-password`)).statusCode).toBe(401);
+    expect((await owner.login(email, PASSWORD)).statusCode).toBe(429);
+  });
+
+  it('a device cookie trusts only its own account, unaltered, and not after the password changed', async () => {
+    const a = await newUser(PASSWORD, lim);
+    const b = await newUser(PASSWORD, lim);
+    const browser = new DashClient(lim.app);
+    expect((await browser.login(a.email, PASSWORD)).statusCode).toBe(200);
+    const cookieOfA = browser.cookies.get('postyard_device') ?? '';
+    await guessFromFreshAddresses(b.email, LOCK);
+    // A's device is nobody's device for B.
+    const other = new DashClient(lim.app);
+    other.cookies.set('postyard_device', cookieOfA);
+    expect((await other.login(b.email, PASSWORD)).statusCode).toBe(429);
+    // A cookie for A with another user id, device id or expiry, or a changed mac, is not trusted.
+    await guessFromFreshAddresses(a.email, LOCK);
+    const [v, user, device, expires, mac] = cookieOfA.split('.') as [string, string, string, string, string];
+    const flip = (x: string) => `${x.slice(0, -1)}${x.endsWith('A') ? 'B' : 'A'}`;
+    for (const forged of [
+      [v, b.user.id, device, expires, mac],
+      [v, user, flip(device), expires, mac],
+      [v, user, device, String(Number(expires) + 1), mac],
+      [v, user, device, expires, flip(mac)],
+    ]) {
+      const c = new DashClient(lim.app);
+      c.cookies.set('postyard_device', forged.join('.'));
+      expect((await c.login(a.email, PASSWORD)).statusCode, forged.join('.')).toBe(429);
+    }
+    const trusted = new DashClient(lim.app);
+    trusted.cookies.set('postyard_device', cookieOfA);
+    expect((await trusted.login(a.email, PASSWORD)).statusCode).toBe(200);
+    // A new password revokes every device but the browser that set it, which gets a new cookie.
+    const changed = await trusted.post('/dashboard/api/password', {
+      password: 'a brand new password',
+      current_password: PASSWORD,
+    });
+    expect(changed.statusCode).toBe(204);
+    expect(setCookies(changed).postyard_device?.value).not.toBe(cookieOfA);
+    const revoked = new DashClient(lim.app);
+    revoked.cookies.set('postyard_device', cookieOfA);
+    expect((await revoked.login(a.email, 'a brand new password')).statusCode).toBe(429);
+    await trusted.post('/dashboard/api/logout');
+    expect((await trusted.login(a.email, 'a brand new password')).statusCode).toBe(200);
   });
 });
 

@@ -57,6 +57,16 @@ describe('defaults (README.md "Configuration")', () => {
     expect(c.smtpTlsKey).toBeNull();
   });
 
+  it('brute-force budgets: 60 failed API-key / SMTP AUTH attempts per address, 10 failed sign-ins per account', () => {
+    expect(c.authFailuresPerIp).toBe(60);
+    expect(c.signInFailuresPerAccount).toBe(10);
+    expect(loadConfig({ POSTYARD_SIGNIN_FAILURES_PER_ACCOUNT: '3' }).signInFailuresPerAccount).toBe(3);
+    // 0 would turn the account lock off, which reopens guessing from rotating addresses.
+    expect(configError({ POSTYARD_SIGNIN_FAILURES_PER_ACCOUNT: '0' }).message).toContain(
+      'POSTYARD_SIGNIN_FAILURES_PER_ACCOUNT',
+    );
+  });
+
   it('delivery claims of at most 50 messages', () => {
     expect(c.deliveryClaimBatch).toBe(50);
   });

@@ -1,13 +1,17 @@
 /**
  * Brute force on credentials (docs/security.md, "Brute force"): failed API keys and failed SMTP
- * AUTHs are budgeted per client address (POSTYARD_AUTH_FAILURES_PER_IP, shared across nodes);
- * the dashboard's sign-in limits also cover one-time links and password changes. Password
- * sign-in limits themselves are proven in test/dashboard/auth.test.ts ("sign-in rate limits"),
- * and the per-connection SMTP cap in test/smtp/auth.test.ts.
+ * AUTHs are budgeted per client address (POSTYARD_AUTH_FAILURES_PER_IP, shared across nodes), an
+ * IPv6 client by its /64; the dashboard's sign-in limits also cover one-time links and password
+ * changes, and hold per account across addresses (issue 31: rotating addresses of one /64, or
+ * IPv4 addresses, bought a guess each) while the owner's trusted devices still sign in. Password
+ * sign-in limits themselves are proven in test/dashboard/auth.test.ts ("sign-in rate limits",
+ * "trusted devices"), and the per-connection SMTP cap in test/smtp/auth.test.ts.
  */
+import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../../src/lib/crypto.ts';
+import { DEFAULT_ACCOUNT_FAILURES as ACCOUNT_FAILURES } from '../../src/modules/dashboard/sign-in-limits.ts';
 import { type RunningSmtpServer, startSmtpServer } from '../../src/smtp/server.ts';
 import { DashClient, freshIp, PASSWORD, signedInUser } from '../dashboard/helpers.ts';
 import { createTenant, createTestContext, DIALECT, type TestContext, type TestTenant } from '../helpers/context.ts';
@@ -72,6 +76,17 @@ describe('API keys: failed attempts per client address', () => {
     for (let i = 0; i < LIMIT * 3; i++) expect((await get(a, ip, `Bearer ${tenant.apiKey}`)).statusCode).toBe(200);
     for (let i = 0; i < LIMIT; i++) expect((await get(a, ip, wrongKey())).statusCode).toBe(401);
     expect((await get(a, ip, wrongKey())).statusCode).toBe(429);
+  });
+
+  it('one IPv6 /64 is one client address, and an IPv4-mapped IPv6 client is its IPv4 address', async () => {
+    // Every wrong key from another address of 2001:db8:40:1::/64: one budget, not one per address.
+    for (let i = 1; i <= LIMIT; i++) {
+      expect((await get(a, `2001:db8:40:1::${i.toString(16)}`, wrongKey())).statusCode, `address ${i}`).toBe(401);
+    }
+    expect((await get(a, '2001:db8:40:1:ffff:ffff:ffff:fffe', wrongKey())).statusCode).toBe(429);
+    expect((await get(a, '2001:db8:40:2::1', wrongKey())).statusCode).toBe(401); // the next /64
+    for (let i = 0; i < LIMIT; i++) expect((await get(a, '203.0.113.60', wrongKey())).statusCode).toBe(401);
+    expect((await get(a, '::ffff:203.0.113.60', wrongKey())).statusCode).toBe(429);
   });
 
   it.skipIf(DIALECT !== 'postgres')('PostgreSQL: the budget is shared by the nodes of one database', async () => {
@@ -151,6 +166,57 @@ describe('SMTP AUTH: failed attempts per client address, across connections', ()
   });
 });
 
+describe('SMTP AUTH: an IPv6 client is budgeted by its /64 (client addresses from a PROXY balancer)', () => {
+  let ctx: TestContext;
+  let smtp: RunningSmtpServer;
+  let username = '';
+
+  beforeAll(async () => {
+    ctx = await createTestContext({
+      env: {
+        POSTYARD_AUTH_FAILURES_PER_IP: '3',
+        POSTYARD_SMTP_ALLOW_INSECURE_AUTH: 'true',
+        POSTYARD_DEV_MODE: 'false',
+        POSTYARD_SMTP_PROXY_PROTOCOL: '127.0.0.1',
+      },
+    });
+    const t = await createTenant(ctx, 'Shop <shop@example.com>');
+    ({ username } = await ctx.c.smtpCredentials.create(t.tenantId, { name: 'bf6' }));
+    smtp = await startSmtpServer(ctx.c, { port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await smtp?.close();
+    await ctx?.close();
+  });
+
+  /** A connection the balancer opened for `client`, past EHLO. */
+  async function from(client: string): Promise<RawClient> {
+    const socket = net.connect({ host: '127.0.0.1', port: smtp.port });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', () => resolve());
+      socket.once('error', reject);
+    });
+    socket.write(`PROXY TCP6 ${client} ::1 40000 ${smtp.port}\r\n`);
+    const c = await RawClient.over(socket);
+    expect(c.greeting).toMatch(/^220/);
+    await c.cmd('EHLO client.test');
+    return c;
+  }
+
+  it('wrong passwords from rotating addresses of one /64 share its budget', async () => {
+    for (let i = 1; i <= 3; i++) {
+      const c = await from(`2001:db8:25:1::${i}`);
+      expect(await c.authPlain(username, `wrong-${i}`)).toMatch(/^535 5\.7\.8/);
+      await c.cmd('QUIT');
+    }
+    const fourth = await from('2001:db8:25:1:abcd::4');
+    expect(await fourth.authPlain(username, 'wrong-4')).toMatch(/^421 4\.7\.0 Too many failed authentication/);
+    // Another /64 has its own budget.
+    const other = await from('2001:db8:25:2::1');
+    expect(await other.authPlain(username, 'wrong-5')).toMatch(/^535 5\.7\.8/);
+  });
+});
+
 describe('dashboard sign-in limits: one-time links, password changes, several nodes', () => {
   let ctx: TestContext;
   beforeAll(async () => {
@@ -164,18 +230,21 @@ describe('dashboard sign-in limits: one-time links, password changes, several no
     const other = await createTestContext({ shareWith: ctx });
     try {
       const { email } = await signedInUser(ctx); // a success: takes nothing from any budget
-      const ip = freshIp();
-      for (let i = 0; i < 5; i++) {
+      // The account's budget, spent from addresses that change at every try, on both nodes...
+      for (let i = 0; i < ACCOUNT_FAILURES; i++) {
         const node = i % 2 === 0 ? other : ctx;
-        expect((await new DashClient(node.app, ip).login(email, `wrong password ${i}`)).statusCode).toBe(401);
+        expect((await new DashClient(node.app).login(email, `wrong password ${i}`)).statusCode).toBe(401);
       }
-      // The address that failed five times is refused on either node, even with the right password...
-      expect((await new DashClient(other.app, ip).login(email, PASSWORD)).statusCode).toBe(429);
-      expect((await new DashClient(ctx.app, ip).login(email, PASSWORD)).statusCode).toBe(429);
-      // ...and the email's lock is known on both: a second address that fails is refused next time.
-      const second = freshIp();
-      expect((await new DashClient(ctx.app, second).login(email, 'wrong password 5')).statusCode).toBe(401);
-      expect((await new DashClient(other.app, second).login(email, PASSWORD)).statusCode).toBe(429);
+      // ...locks it on either node for a browser that has not signed in before, right password or not.
+      expect((await new DashClient(other.app).login(email, PASSWORD)).statusCode).toBe(429);
+      expect((await new DashClient(ctx.app).login(email, PASSWORD)).statusCode).toBe(429);
+      // An address's budget is known on both nodes too: 20 failures over two nodes, then 429.
+      const ip = freshIp();
+      for (let i = 0; i < 20; i++) {
+        const node = i % 2 === 0 ? other : ctx;
+        expect((await new DashClient(node.app, ip).login(`nobody${i}@example.com`, 'wrong')).statusCode).toBe(401);
+      }
+      expect((await new DashClient(other.app, ip).login('nobody-else@example.com', 'wrong')).statusCode).toBe(429);
     } finally {
       await other.close();
     }
@@ -194,23 +263,93 @@ describe('dashboard sign-in limits: one-time links, password changes, several no
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
   });
 
-  it('guessing the current password in a stolen session: 5 wrong tries, then 429 unheard, even when right', async () => {
+  it(`guessing the current password in a stolen session: ${ACCOUNT_FAILURES} wrong tries, then 429 unheard, even when right`, async () => {
     const { client } = await signedInUser(ctx);
-    // The sign-in itself was a success and took nothing from the budget of 5 failures.
-    for (let i = 0; i < 5; i++) {
-      const res = await client.post('/dashboard/api/password', {
+    // The thief has the session cookie and its CSRF token, not the browser's trusted-device cookie.
+    const thief = new DashClient(ctx.app);
+    thief.cookies.set('postyard_session', client.cookies.get('postyard_session') ?? '');
+    thief.csrf = client.csrf;
+    // The sign-in itself was a success and took nothing from the account's budget of failures.
+    for (let i = 0; i < ACCOUNT_FAILURES; i++) {
+      const res = await thief.post('/dashboard/api/password', {
         password: 'a brand new password',
         current_password: `guess number ${i}`,
       });
       expect(res.statusCode, `guess ${i + 1}`).toBe(422);
     }
     // Past the budget a guess is not evaluated: the right password gets the same 429 as a wrong one.
-    for (const current of ['guess number 6', PASSWORD]) {
-      const res = await client.post('/dashboard/api/password', {
+    for (const current of ['guess number x', PASSWORD]) {
+      const res = await thief.post('/dashboard/api/password', {
         password: 'a brand new password',
         current_password: current,
       });
       expect(res.statusCode, current).toBe(429);
     }
+  });
+});
+
+describe('dashboard sign-in: guesses from rotating client addresses (issue 31)', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  /** One wrong password for `email` from each address, each in a fresh browser; the answers. */
+  async function guesses(email: string, addresses: string[]): Promise<number[]> {
+    const codes: number[] = [];
+    for (const [i, ip] of addresses.entries()) {
+      codes.push((await new DashClient(ctx.app, ip).login(email, `guess number ${i}`)).statusCode);
+    }
+    return codes;
+  }
+  const of64 = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${(i + 1).toString(16)}`);
+  const checked = (n: number): number[] => Array(n).fill(401);
+  const refused = (n: number): number[] => Array(n).fill(429);
+
+  it(`30 guesses from 30 addresses of one /64 stop after the account's budget (${ACCOUNT_FAILURES} checked)`, async () => {
+    const { email } = await signedInUser(ctx);
+    const codes = await guesses(email, of64('2001:db8:31:1::', 30));
+    expect(codes).toEqual([...checked(ACCOUNT_FAILURES), ...refused(30 - ACCOUNT_FAILURES)]);
+    // The owner's password, from a browser that never signed in, is refused too (locked).
+    expect((await new DashClient(ctx.app, '2001:db8:31:2::1').login(email, PASSWORD)).statusCode).toBe(429);
+  });
+
+  it(`rotating IPv4 addresses too: 30 guesses from 30 addresses, ${ACCOUNT_FAILURES} checked`, async () => {
+    const { email } = await signedInUser(ctx);
+    const addresses = Array.from({ length: 30 }, (_, i) => `198.51.${100 + (i % 3)}.${i + 1}`);
+    const codes = await guesses(email, addresses);
+    expect(codes).toEqual([...checked(ACCOUNT_FAILURES), ...refused(30 - ACCOUNT_FAILURES)]);
+  });
+
+  it('one /64 is one client address: 20 failures across accounts from its addresses, then 429', async () => {
+    const codes: number[] = [];
+    for (const [i, ip] of of64('2001:db8:32:1::', 25).entries()) {
+      codes.push((await new DashClient(ctx.app, ip).login(`nobody${i}@example.com`, 'guess')).statusCode);
+    }
+    expect(codes).toEqual([...checked(20), ...refused(5)]);
+  });
+
+  it("a trusted device still signs in while the account is locked for others, even from the guesser's /64", async () => {
+    const { email } = await signedInUser(ctx);
+    const owner = new DashClient(ctx.app, '2001:db8:33:1::1');
+    expect((await owner.login(email, PASSWORD)).statusCode).toBe(200);
+    expect(owner.cookies.get('postyard_device')).toBeDefined();
+    await owner.post('/dashboard/api/logout');
+    // A guesser in the same /64 spends the account's budget and then the address's.
+    const guesser = of64('2001:db8:33:1::', 30).slice(1);
+    expect(await guesses(email, guesser.slice(0, ACCOUNT_FAILURES))).toEqual(checked(ACCOUNT_FAILURES));
+    for (const [i, ip] of guesser.slice(ACCOUNT_FAILURES, 20).entries()) {
+      expect((await new DashClient(ctx.app, ip).login(`nobody${i}@example.com`, 'guess')).statusCode).toBe(401);
+    }
+    // Locked twice over for a browser that never signed in here, right password or not...
+    expect((await new DashClient(ctx.app, '2001:db8:33:1::ffff').login(email, PASSWORD)).statusCode).toBe(429);
+    expect((await new DashClient(ctx.app, '2001:db8:34:1::1').login(email, PASSWORD)).statusCode).toBe(429);
+    // ...while the owner's browser signs in, from another address of that /64 (a new privacy address).
+    const ownerNow = new DashClient(ctx.app, '2001:db8:33:1::beef');
+    ownerNow.cookies = owner.cookies;
+    expect((await ownerNow.login(email, PASSWORD)).statusCode).toBe(200);
   });
 });

@@ -142,6 +142,11 @@ export class RawClient {
       socket.once(secure ? 'secureConnect' : 'connect', () => resolve());
       socket.once('error', reject);
     });
+    return RawClient.over(socket);
+  }
+
+  /** A client on a socket already connected (e.g. one that sent a PROXY header); reads the greeting. */
+  static async over(socket: net.Socket | tls.TLSSocket): Promise<RawClient> {
     const c = new RawClient(socket);
     c.greeting = await c.read();
     return c;

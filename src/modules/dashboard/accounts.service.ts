@@ -3,9 +3,11 @@ import type { DashboardSessionsTable, DashboardUsersTable } from '../../db/schem
 import { isoAt, nowIso } from '../../lib/clock.ts';
 import { hashPassword, randomBase62, safeEqual, sha256Hex, verifyPassword } from '../../lib/crypto.ts';
 import { isValidEmail } from '../../lib/email.ts';
-import { AppError, notFound, validationError } from '../../lib/errors.ts';
+import { notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
+import { type SignInAttempt, type SignInBudgets, SignInLimits, signInBudgets } from './sign-in-limits.ts';
+import type { IssuedDevice, TrustedDevices } from './trusted-device.ts';
 
 export const MIN_PASSWORD_CHARS = 8;
 export const MAX_PASSWORD_CHARS = 1024;
@@ -17,18 +19,15 @@ export interface DashboardSettings {
   absoluteTimeoutMs: number;
   /** How long a one-time sign-in link stays valid. */
   linkTtlMs: number;
-  /** FAILED sign-in attempts per client IP: burst, refilled at rps. */
-  perIp: { burst: number; rps: number };
-  /** FAILED sign-in attempts per email address; past it the email is locked (see assertLoginAllowed). */
-  perEmail: { burst: number; rps: number };
+  /** Budgets of FAILED sign-in attempts (sign-in-limits.ts). */
+  signIn: SignInBudgets;
 }
 
 export const DEFAULT_DASHBOARD_SETTINGS: DashboardSettings = {
   idleTimeoutMs: 12 * 3600_000,
   absoluteTimeoutMs: 7 * 24 * 3600_000,
   linkTtlMs: 24 * 3600_000,
-  perIp: { burst: 20, rps: 20 / 600 },
-  perEmail: { burst: 5, rps: 5 / 900 },
+  signIn: signInBudgets(),
 };
 
 /** A session started from a one-time link may set a new password without the old one this long. */
@@ -98,11 +97,16 @@ function isUniqueViolation(err: unknown): boolean {
  * Tokens (session cookie, link) are 256-bit random and stored only as SHA-256 hashes.
  */
 export class DashboardAccounts {
+  private readonly limits: SignInLimits;
+
   constructor(
     private readonly db: Executor,
-    private readonly limiter: RateLimiter,
+    limiter: RateLimiter,
+    private readonly devices: TrustedDevices,
     readonly settings: DashboardSettings = DEFAULT_DASHBOARD_SETTINGS,
-  ) {}
+  ) {
+    this.limits = new SignInLimits(limiter, settings.signIn);
+  }
 
   async createUser(tenantId: string, input: { email: unknown; password?: unknown }): Promise<DashboardUserView> {
     const email = normalizeLoginEmail(input.email);
@@ -174,60 +178,45 @@ export class DashboardAccounts {
   }
 
   /**
-   * Sign-in limits count FAILED attempts only: signing in often never locks anyone out. Checked
-   * before the password (so past a limit a guess is refused unheard, 429 with Retry-After):
-   * - a client address that has used its failure budget (perIp) is refused;
-   * - an email that has used its budget (perEmail) is locked, but only for the addresses that
-   *   failed for it themselves in the last perEmail window. An address that has not may still
-   *   try: the owner signs in with the right password although someone else guessed wrong five
-   *   times; a wrong password from it counts, and locks that address out for this email too.
+   * Checks the sign-in budgets of an attempt from `ip` for `email` ('' for a one-time link)
+   * before its password is (sign-in-limits.ts): throws 429 rate_limited when one is spent. A
+   * `deviceCookie` of a trusted device of that account makes the device's own budget the only
+   * one that applies. Returns the attempt, for recordLoginFailure when it fails.
    */
-  async assertLoginAllowed(ip: string, email: string): Promise<void> {
-    const k = this.budgetKeys(ip, email);
-    const s = this.settings;
-    const [byIp, byEmail] = await Promise.all([
-      this.limiter.peek(k.ip, s.perIp),
-      k.email ? this.limiter.peek(k.email, s.perEmail) : null,
-    ]);
-    let wait = byIp.available ? 0 : byIp.retryAfterSeconds;
-    if (byEmail && !byEmail.available && k.pair) {
-      const byPair = await this.limiter.peek(k.pair, this.pairParams());
-      if (!byPair.available) wait = Math.max(wait, Math.min(byEmail.retryAfterSeconds, byPair.retryAfterSeconds));
+  async assertLoginAllowed(ip: string, email: string, deviceCookie?: string): Promise<SignInAttempt> {
+    let deviceId: string | null = null;
+    if (email && deviceCookie) {
+      const user = await this.db
+        .selectFrom('dashboard_users')
+        .select(['id', 'password_hash'])
+        .where('email', '=', email)
+        .executeTakeFirst();
+      if (user) deviceId = this.devices.verify(deviceCookie, user);
     }
-    if (wait > 0) {
-      throw new AppError(
-        'rate_limited',
-        `Too many failed sign-in attempts; try again in ${wait >= 90 ? `${Math.ceil(wait / 60)} minutes` : `${wait} seconds`}`,
-        { headers: { 'Retry-After': String(wait) } },
-      );
-    }
+    const attempt = this.limits.attempt(ip, email, deviceId);
+    await this.limits.assertAllowed(attempt);
+    return attempt;
   }
 
-  /** Counts one failed attempt against the address, the email, and the address for that email. */
-  async recordLoginFailure(ip: string, email: string): Promise<void> {
-    const k = this.budgetKeys(ip, email);
-    const s = this.settings;
-    await Promise.all([
-      this.limiter.check(k.ip, s.perIp),
-      ...(k.email && k.pair
-        ? [this.limiter.check(k.email, s.perEmail), this.limiter.check(k.pair, this.pairParams())]
-        : []),
-    ]);
+  /** Counts one failed attempt (see assertLoginAllowed) against every budget it has. */
+  async recordLoginFailure(attempt: SignInAttempt): Promise<void> {
+    await this.limits.recordFailure(attempt);
   }
 
-  private budgetKeys(ip: string, email: string) {
-    const e = email ? sha256Hex(email) : null;
-    return {
-      ip: `dashboard-login:ip:${ip}`,
-      email: e ? `dashboard-login:email:${e}` : null,
-      // "this address failed for this email": one token, back after the perEmail window.
-      pair: e ? `dashboard-login:email-ip:${e}:${ip}` : null,
-    };
-  }
-
-  private pairParams() {
-    const { burst, rps } = this.settings.perEmail;
-    return { burst: 1, rps: rps / burst };
+  /**
+   * A trusted-device cookie for the user's browser after a successful sign-in (or password
+   * change): the device id of `deviceCookie` is kept when it was valid for this user, so the
+   * device keeps its budget.
+   */
+  async trustDevice(tenantId: string, userId: string, deviceCookie?: string): Promise<IssuedDevice> {
+    const user = await this.db
+      .selectFrom('dashboard_users')
+      .select(['id', 'password_hash'])
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', userId)
+      .executeTakeFirstOrThrow();
+    const known = this.devices.verify(deviceCookie, user);
+    return known ? this.devices.issue(user, known) : this.devices.issue(user);
   }
 
   /** Email + password -> a new session, or null. Costs one scrypt either way. */
@@ -323,8 +312,8 @@ export class DashboardAccounts {
   async setPassword(
     session: SessionInfo,
     input: { password: unknown; current_password?: unknown },
-    /** The client's address: a wrong current password counts as a failed sign-in from it. */
-    ip?: string,
+    /** The sign-in attempt this is (assertLoginAllowed): a wrong current password counts as its failure. */
+    attempt?: SignInAttempt,
   ): Promise<void> {
     const password = checkPassword(input.password);
     const row = await this.db
@@ -338,7 +327,7 @@ export class DashboardAccounts {
     if (row.password_hash && !freshLink) {
       const current = typeof input.current_password === 'string' ? input.current_password : '';
       if (!(await verifyPassword(current.slice(0, MAX_PASSWORD_CHARS), row.password_hash))) {
-        if (ip !== undefined) await this.recordLoginFailure(ip, row.email);
+        if (attempt) await this.recordLoginFailure(attempt);
         throw validationError([{ field: 'current_password', message: 'current password is incorrect' }]);
       }
     }

@@ -2,12 +2,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
 import type { TypedApp } from '../../http/route-module.ts';
-import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type StartedSession } from './accounts.service.ts';
+import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type SessionInfo, type StartedSession } from './accounts.service.ts';
 import {
   clearSessionCookie,
+  deviceCookieOf,
   loginCsrfToken,
   sendDashboardError,
   sessionOf,
+  setDeviceCookie,
   setSessionCookie,
 } from './session.plugin.ts';
 
@@ -48,8 +50,14 @@ async function sessionView(c: Container, req: FastifyRequest) {
   };
 }
 
+/** After a successful sign-in or password change: this browser is (again) a trusted device of the user. */
+async function trustThisDevice(c: Container, req: FastifyRequest, reply: FastifyReply, s: SessionInfo) {
+  setDeviceCookie(req, reply, await c.dashboard.trustDevice(s.tenantId, s.userId, deviceCookieOf(req)));
+}
+
 async function signedIn(c: Container, req: FastifyRequest, reply: FastifyReply, s: StartedSession) {
   setSessionCookie(req, reply, s);
+  await trustThisDevice(c, req, reply, s);
   req.dashboardSession = s;
   return sessionView(c, req);
 }
@@ -65,12 +73,13 @@ export function registerDashboardAuthRoutes(app: TypedApp, c: Container) {
 
   app.post('/dashboard/api/login', { config: PUBLIC, schema: { ...hide, body: LoginBody } }, async (req, reply) => {
     const body = req.body;
-    // Checked before the password, so a locked-out guesser learns nothing more; only failures count.
+    // Checked before the password, so a locked-out guesser learns nothing more; only failures
+    // count. A trusted device of the account is held back only by its own budget.
     const email = normalizeLoginEmail(body.email);
-    await c.dashboard.assertLoginAllowed(req.ip, email);
+    const attempt = await c.dashboard.assertLoginAllowed(req.ip, email, deviceCookieOf(req));
     const s = await c.dashboard.loginWithPassword(body.email, body.password);
     if (!s) {
-      await c.dashboard.recordLoginFailure(req.ip, email);
+      await c.dashboard.recordLoginFailure(attempt);
       req.log.warn({ ip: req.ip }, 'dashboard sign-in failed');
       return sendDashboardError(reply, 401, 'invalid_credentials', 'The email or password is incorrect');
     }
@@ -78,10 +87,10 @@ export function registerDashboardAuthRoutes(app: TypedApp, c: Container) {
   });
 
   app.post('/dashboard/api/login/link', { config: PUBLIC, schema: { ...hide, body: LinkBody } }, async (req, reply) => {
-    await c.dashboard.assertLoginAllowed(req.ip, '');
+    const attempt = await c.dashboard.assertLoginAllowed(req.ip, '');
     const s = await c.dashboard.loginWithLink(req.body.token);
     if (!s) {
-      await c.dashboard.recordLoginFailure(req.ip, '');
+      await c.dashboard.recordLoginFailure(attempt);
       return sendDashboardError(
         reply,
         401,
@@ -105,10 +114,12 @@ export function registerDashboardAuthRoutes(app: TypedApp, c: Container) {
       const s = sessionOf(req);
       // The sign-in limits apply, checked BEFORE the current password like a sign-in: past the
       // limit a guess is refused unheard (429), whether right or wrong, so a stolen session cannot
-      // find out the password at full speed. A wrong current password counts as a failure.
+      // find out the password at full speed. A wrong current password counts as a failure. The
+      // new password revokes the user's trusted devices; this browser is trusted again.
       const user = await c.dashboard.getUser(s.tenantId, s.userId);
-      await c.dashboard.assertLoginAllowed(req.ip, user.email);
-      await c.dashboard.setPassword(s, req.body, req.ip);
+      const attempt = await c.dashboard.assertLoginAllowed(req.ip, user.email, deviceCookieOf(req));
+      await c.dashboard.setPassword(s, req.body, attempt);
+      await trustThisDevice(c, req, reply, s);
       return reply.code(204).send();
     },
   );

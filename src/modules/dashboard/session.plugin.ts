@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBase62, safeEqual } from '../../lib/crypto.ts';
 import type { DashboardAccounts, SessionInfo, StartedSession } from './accounts.service.ts';
 import { DASHBOARD_PAGES, pathPattern } from './page-list.ts';
+import { DEVICE_COOKIE, type IssuedDevice } from './trusted-device.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -82,6 +83,26 @@ export function setSessionCookie(req: FastifyRequest, reply: FastifyReply, s: St
 
 export function clearSessionCookie(req: FastifyRequest, reply: FastifyReply) {
   appendCookie(reply, serializeCookie(req, SESSION_COOKIE, '', { sameSite: 'Lax', path: '/', maxAgeSeconds: 0 }));
+}
+
+/**
+ * The trusted-device cookie (trusted-device.ts): sent only to the sign-in and password routes
+ * under /dashboard/api, never to other sites (Strict), unreadable by scripts. Kept at sign-out:
+ * it trusts the browser, not a session.
+ */
+export function setDeviceCookie(req: FastifyRequest, reply: FastifyReply, d: IssuedDevice) {
+  appendCookie(
+    reply,
+    serializeCookie(req, DEVICE_COOKIE, d.value, {
+      sameSite: 'Strict',
+      path: '/dashboard/api',
+      maxAgeSeconds: d.maxAgeSeconds,
+    }),
+  );
+}
+
+export function deviceCookieOf(req: FastifyRequest): string | undefined {
+  return parseCookies(req.headers.cookie)[DEVICE_COOKIE];
 }
 
 /** The pre-session (sign-in form) CSRF token: double-submit, cookie + X-CSRF-Token header. */

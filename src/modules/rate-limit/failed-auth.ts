@@ -1,4 +1,5 @@
 import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { addressBudgetKey } from '../../lib/client-address.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 
 /** Which door a credential was tried at; each has its own budget per client address. */
@@ -6,8 +7,8 @@ export type AuthDoor = 'http' | 'smtp';
 
 /**
  * Brute-force brake for credentials presented by clients (API keys on /v1, SMTP AUTH): a token
- * bucket of FAILED attempts per client address, `perTenMinutes` deep and refilled at that many
- * per 10 minutes, kept in the shared rate-limit store so the budget holds across nodes. Successful
+ * bucket of FAILED attempts per client address (an IPv6 client by its /64: addressBudgetKey),
+ * `perTenMinutes` deep and refilled at that many per 10 minutes, kept in the shared rate-limit store so the budget holds across nodes. Successful
  * authentications never take from it. (The dashboard sign-in has its own, stricter limits in
  * DashboardAccounts.) See docs/security.md.
  *
@@ -26,7 +27,7 @@ export class FailedAuthLimiter {
 
   /** Seconds `client` must still wait at `door` (known on this node), else 0. */
   blockedFor(door: AuthDoor, client: string, nowMs = Date.now()): number {
-    const key = `${door}:${client}`;
+    const key = `${door}:${addressBudgetKey(client)}`;
     const until = this.blockedUntil.get(key);
     if (until === undefined) return 0;
     if (until <= nowMs) {
@@ -39,7 +40,7 @@ export class FailedAuthLimiter {
   /** Counts one failure; returns the seconds to wait when the budget is spent (then blocked), else 0. */
   async recordFailure(door: AuthDoor, client: string): Promise<number> {
     if (this.perTenMinutes <= 0) return 0;
-    const key = `${door}:${client}`;
+    const key = `${door}:${addressBudgetKey(client)}`;
     const d = await this.limiter.check(`authfail:${key}`, {
       rps: this.perTenMinutes / 600,
       burst: this.perTenMinutes,

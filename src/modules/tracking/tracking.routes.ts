@@ -14,6 +14,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
+import { addressBudgetKey } from '../../lib/client-address.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { getTrackingSettings, patchTrackingSettings } from './settings.ts';
 import { deriveTokenKey, type TokenKind, type TrackingToken, verifyToken } from './token.ts';
@@ -52,13 +53,13 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
   const counted = mailMetrics(c.metrics).trackingEvents;
   const bucket = { rps: c.config.trackingRateLimitRps, burst: c.config.trackingRateLimitBurst };
   /**
-   * Every tracking request draws from its client address's bucket first, before the token is
+   * Every tracking request draws from its client address's bucket (an IPv6 client's /64) first, before the token is
    * looked at, so a 429 says nothing about tokens or messages. Over the budget: 429 with the
    * bucket's Retry-After, nothing recorded (docs/tracking.md "Rate limits"). Returns whether the
    * request was refused (the reply is then sent).
    */
   const overBudget = async (req: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
-    const d = await c.rateLimiter.check(`track:${req.ip}`, bucket);
+    const d = await c.rateLimiter.check(`track:${addressBudgetKey(req.ip)}`, bucket);
     if (d.allowed) return false;
     await reply
       .code(429)
