@@ -103,10 +103,15 @@ export function isForbiddenAddress(ip: string): boolean {
   return true;
 }
 
+/**
+ * A name refused because of what it resolves to. The message names the host only, never the
+ * address: it reaches tenants (the 422 of a webhook URL, a webhook delivery's error, MTA-STS
+ * notes), and the address an internal name resolves to is the operator's (issue 31, item 9).
+ */
 export class ForbiddenTargetError extends Error {
   readonly code = 'EFORBIDDENTARGET';
-  constructor(host: string, address: string) {
-    super(`${host} resolves to ${address}, a private, loopback, link-local or reserved address`);
+  constructor(host: string) {
+    super(`${host} is not an allowed target`);
     this.name = 'ForbiddenTargetError';
   }
 }
@@ -131,7 +136,7 @@ export function createGuardedLookup(resolve: Resolver) {
     resolve(hostname, { ...options, all: true }, (err, list) => {
       if (err) return callback(err, []);
       const bad = list.find((a) => isForbiddenAddress(a.address));
-      if (bad) return callback(new ForbiddenTargetError(hostname, bad.address) as NodeJS.ErrnoException, []);
+      if (bad) return callback(new ForbiddenTargetError(hostname) as NodeJS.ErrnoException, []);
       if (list.length === 0)
         return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
       if (options.all) return callback(null, list);

@@ -15,7 +15,7 @@ export function checkConnectedAddress(base: buildConnector.connector): buildConn
       const addr = (socket as Socket).remoteAddress ?? '';
       if (isForbiddenAddress(addr)) {
         socket.destroy();
-        return callback(new ForbiddenTargetError(options.hostname, addr || 'an unknown address'), null);
+        return callback(new ForbiddenTargetError(options.hostname), null);
       }
       callback(null, socket);
     });

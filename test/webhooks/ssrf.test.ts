@@ -112,7 +112,7 @@ describe('guardedLookup (the connect-time resolver)', () => {
   it('fails the whole answer when any address is forbidden (no steering to the private one)', async () => {
     for (const host of ['mixed.test', 'meta.test', 'mapped.test']) {
       const r = await run(lookup, host, false);
-      expect(r.err?.message, host).toMatch(/resolves to .*private, loopback/);
+      expect(r.err?.message, host).toBe(`${host} is not an allowed target`);
     }
     expect((await run(lookup, 'nothing.test', true)).err?.message).toMatch(/no address/);
   });
@@ -185,6 +185,30 @@ describe('with private targets refused', () => {
     expectError(res, 422, 'validation_failed');
   });
 
+  it('the 422 for a name resolving to an internal address says only that it is not allowed (no address, no hint it exists)', async () => {
+    const messageFor = async (url: string) => {
+      const res = await call(ctx.app, 'POST', '/v1/webhooks', { key: t.apiKey, body: { url } });
+      const body = expectError(res, 422, 'validation_failed');
+      return (body.errors[0] as { field?: string; message: string }).message;
+    };
+    const internal = await messageFor('http://localhost:8080/hook');
+    expect(internal).toBe('url host localhost is not allowed (a webhook target must resolve to public addresses only)');
+    expect(internal).not.toMatch(/127\.0\.0\.1|::1|loopback|private/);
+    // A name that does not resolve gets the same answer: probing internal names tells nothing.
+    expect(await messageFor('https://no-such-host.invalid/hook')).toBe(
+      'url host no-such-host.invalid is not allowed (a webhook target must resolve to public addresses only)',
+    );
+    const created = await call(ctx.app, 'POST', '/v1/webhooks', {
+      key: t.apiKey,
+      body: { url: 'https://93.184.216.34/hook' },
+    });
+    const patch = await call(ctx.app, 'PATCH', `/v1/webhooks/${created.json().id}`, {
+      key: t.apiKey,
+      body: { url: 'http://localhost/x' },
+    });
+    expect(JSON.stringify(expectError(patch, 422, 'validation_failed'))).not.toMatch(/127\.0\.0\.1|::1/);
+  });
+
   it('checks again at connect time: a name resolving to loopback is refused by the sender, nothing reaches the port', async () => {
     const sender = new WebhookSender({ allowPrivate: false, timeoutMs: 3000 });
     try {
@@ -197,6 +221,7 @@ describe('with private targets refused', () => {
         expect(res.ok, url).toBe(false);
         expect(res.statusCode).toBeNull();
         expect(res.error, url).toMatch(/^refused: /);
+        if (url.includes('localhost')) expect(res.error).toBe('refused: localhost is not an allowed target');
       }
     } finally {
       await sender.close();
@@ -247,7 +272,8 @@ describe('with private targets refused', () => {
       await emit(ctx, [newEvent(t.tenantId)]);
       const log = await eventually(async () => (await deliveriesOf(ctx, t.apiKey, id))[0]);
       expect(log).toMatchObject({ outcome: 'retrying', status_code: null });
-      expect(String(log.error)).toMatch(/refused: .*(127\.0\.0\.1|::1)/);
+      // The delivery log (shown to the tenant) names the host, never the address it resolved to.
+      expect(String(log.error)).toBe('refused: localhost is not an allowed target');
       await sleep(200);
       expect(rx.received.length).toBe(before);
     } finally {

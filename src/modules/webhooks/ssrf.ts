@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { ForbiddenTargetError, guardedLookup, isForbiddenAddress } from '../../lib/address-guard.ts';
+import { guardedLookup, isForbiddenAddress } from '../../lib/address-guard.ts';
 
 /**
  * SSRF guard for webhook URLs. A customer-supplied URL must not let Postyard reach its own
@@ -41,11 +41,15 @@ export async function checkTargetAddress(url: URL): Promise<UrlCheck> {
       ? { ok: false, message: `url points to ${host}, a private, loopback, link-local or reserved address` }
       : { ok: true };
   }
+  // One answer for a name that resolves to a forbidden address and one that does not resolve:
+  // neither the address an internal name has nor whether it exists is told (issue 31, item 9).
   return new Promise((resolve) => {
     guardedLookup(host, { all: true }, (err) => {
       if (!err) return resolve({ ok: true });
-      if (err instanceof ForbiddenTargetError) return resolve({ ok: false, message: `url host ${err.message}` });
-      resolve({ ok: false, message: `url host ${host} could not be resolved` });
+      resolve({
+        ok: false,
+        message: `url host ${host} is not allowed (a webhook target must resolve to public addresses only)`,
+      });
     });
   });
 }
