@@ -12,6 +12,7 @@ import {
   relayUrlOf,
   smtpProxyProtocolOf,
   sourceAddressesOf,
+  sourceDedicationsOf,
   trustProxyOf,
 } from './config/network.ts';
 import { extraCaFileOf, masterKeyOf, smtpTlsFilesOf } from './config/secrets.ts';
@@ -51,6 +52,7 @@ export function loadConfig(env: Env = process.env): Config {
   const smtpProxyProtocol = smtpProxyProtocolOf(env);
   const dnsServers = dnsServersOf(env);
   const sourceAddresses = sourceAddressesOf(env);
+  const sourceDedications = sourceDedicationsOf(env);
   const { cert, key } = smtpTlsFilesOf(env);
   const masterKey = masterKeyOf(env);
   const logLevel = str(env, 'POSTYARD_LOG_LEVEL') ?? 'info';
@@ -119,6 +121,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpProxyProtocol,
     mxPort: int(env, 'POSTYARD_MX_PORT', 25, 1, 65535),
     sourceAddresses: Object.freeze(sourceAddresses),
+    sourceDedications: Object.freeze(sourceDedications),
     devMode: bool(env, 'POSTYARD_DEV_MODE', false),
     allowPrivateWebhookTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_WEBHOOK_TARGETS', false),
     allowPrivateMxTargets: bool(env, 'POSTYARD_ALLOW_PRIVATE_MX_TARGETS', false),

@@ -34,6 +34,7 @@ import { DashboardAccounts, DEFAULT_DASHBOARD_SETTINGS } from './modules/dashboa
 import { signInBudgets } from './modules/dashboard/sign-in-limits.ts';
 import { TrustedDevices } from './modules/dashboard/trusted-device.ts';
 import { IpPoolsService } from './modules/ip-pools/ip-pools.service.ts';
+import { SourceAddresses } from './modules/ip-pools/source-addresses.ts';
 import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
 import { loadPacingData } from './modules/pacing/pacing-data.ts';
 import { loadBounceRules, installBounceRules } from './modules/delivery/bounce-rules.ts';
@@ -71,6 +72,8 @@ export interface Container {
   templates: TemplatesService;
   /** IP pools and warmup policies (docs/ip-pools.md). */
   ipPools: IpPoolsService;
+  /** The operator's source addresses: shared or dedicated, and their warmup (docs/ip-pools.md). */
+  sourceAddresses: SourceAddresses;
   warmupPolicies: WarmupPoliciesService;
   /** Site limits, overrides, automation rules and their grants (docs/pacing.md). */
   pacing: PacingService;
@@ -128,7 +131,8 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   );
   const domains = new DomainsService(database.db, cursors, masterKey, config);
   const rateLimiter = new RateLimiter(store);
-  const ipPools = new IpPoolsService(database, cursors, config.sourceAddresses);
+  const sourceAddresses = new SourceAddresses(database, config);
+  const ipPools = new IpPoolsService(database, cursors, sourceAddresses);
   // The operator's bounce rules replace the shipped table; read at start like the pacing file.
   if (config.bounceRulesFile) installBounceRules(loadBounceRules(config.bounceRulesFile));
   const container: Container = {
@@ -159,6 +163,7 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     domains,
     templates: new TemplatesService(database, cursors),
     ipPools,
+    sourceAddresses,
     warmupPolicies: new WarmupPoliciesService(database, cursors),
     // The operator's file is read here, at start: a broken one stops the start with its reason.
     pacing: new PacingService(database, loadPacingData(config.pacingFile), logger),

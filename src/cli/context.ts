@@ -27,6 +27,11 @@ export function print(json: boolean, value: unknown, text: string) {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 }
 
+/** JSON lines, one row per line (the `--json` form of list commands). */
+export function printLines(rows: unknown[]) {
+  process.stdout.write(rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+}
+
 /** Fixed-width columns for list output; an empty list prints `empty` instead. */
 export function table(rows: string[][], header: string[], empty: string): string {
   if (rows.length === 0) return empty;

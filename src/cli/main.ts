@@ -4,6 +4,7 @@ import { AppError } from '../lib/errors.ts';
 import { SCOPES } from '../modules/api-keys/scopes.ts';
 import type { RateLimitPatch } from '../modules/tenants/rate-limits.ts';
 import { registerKeyCommands, registerTenantListing, registerUserCommands } from './commands/accounts.ts';
+import { registerAddressCommands } from './commands/addresses.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { config, packageVersion, print, withContainer } from './context.ts';
 
@@ -212,6 +213,7 @@ export function buildCli(): Command {
     });
 
   registerUserCommands(users);
+  registerAddressCommands(program);
   registerDoctor(program);
 
   return program;

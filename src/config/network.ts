@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
+import { isUuid } from '../lib/ids.ts';
 import { relayFromUrl } from '../modules/delivery/smtp/relay-url.ts';
 import { ConfigError, type Env, int, list, str } from './env.ts';
 
@@ -76,12 +77,42 @@ export function dnsServersOf(env: Env): string[] | null {
 }
 
 /** POSTYARD_SOURCE_ADDRESSES: IP addresses, each once (IP pools refer to them by value). */
-export function sourceAddressesOf(env: Env): string[] {
-  const sourceAddresses = [...new Set(list(env, 'POSTYARD_SOURCE_ADDRESSES') ?? [])];
-  for (const a of sourceAddresses) {
-    if (!isIP(a)) throw new ConfigError('POSTYARD_SOURCE_ADDRESSES', `"${a}" is not an IPv4 or IPv6 address`);
+/**
+ * POSTYARD_SOURCE_ADDRESSES: `address` (shared) or `address=tenant-id` (dedicated to that tenant,
+ * docs/ip-pools.md "For the operator"), comma-separated. IPv6 addresses are kept in lower case,
+ * the form pools and the routing table compare.
+ */
+function sourceEntriesOf(env: Env): { address: string; tenantId: string | null }[] {
+  const entries: { address: string; tenantId: string | null }[] = [];
+  const seen = new Map<string, string | null>();
+  for (const entry of list(env, 'POSTYARD_SOURCE_ADDRESSES') ?? []) {
+    const eq = entry.indexOf('=');
+    const raw = (eq === -1 ? entry : entry.slice(0, eq)).trim();
+    const tenantId = eq === -1 ? null : entry.slice(eq + 1).trim();
+    if (!isIP(raw)) throw new ConfigError('POSTYARD_SOURCE_ADDRESSES', `"${raw}" is not an IPv4 or IPv6 address`);
+    if (tenantId !== null && !isUuid(tenantId))
+      throw new ConfigError('POSTYARD_SOURCE_ADDRESSES', `"${entry}": after "=" comes a tenant id (a UUID)`);
+    const address = isIP(raw) === 6 ? raw.toLowerCase() : raw;
+    if (seen.has(address)) {
+      if (seen.get(address) !== tenantId)
+        throw new ConfigError('POSTYARD_SOURCE_ADDRESSES', `${address} is listed twice with different tenants`);
+      continue;
+    }
+    seen.set(address, tenantId);
+    entries.push({ address, tenantId });
   }
-  return sourceAddresses;
+  return entries;
+}
+
+export function sourceAddressesOf(env: Env): string[] {
+  return sourceEntriesOf(env).map((e) => e.address);
+}
+
+/** address -> tenant id, for the entries written `address=tenant-id`. */
+export function sourceDedicationsOf(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of sourceEntriesOf(env)) if (e.tenantId) out[e.address] = e.tenantId;
+  return out;
 }
 
 function defaultEhloName(): string {

@@ -156,6 +156,11 @@ export interface OutboundConfig {
    * docs/ip-pools.md). Empty = the host's default route only.
    */
   sourceAddresses: readonly string[];
+  /**
+   * Addresses POSTYARD_SOURCE_ADDRESSES dedicates to a tenant (`address=tenant-id`): address ->
+   * tenant id. They override the `postyard addresses` commands, which refuse to change them.
+   */
+  sourceDedications: Readonly<Record<string, string>>;
   /** Deliver to MX hosts on loopback/private addresses (dev mode implies it). */
   allowPrivateMxTargets: boolean;
   allowPrivateWebhookTargets: boolean;

@@ -374,6 +374,26 @@ export interface WarmupProgressTable {
   day: string;
 }
 
+/**
+ * The operator's word on a source address (migration 021, docs/ip-pools.md "For the operator"):
+ * tenant_id null = shared, else dedicated to that tenant; warmup_stages (JSON stages) with the two
+ * rates = the operator's warmup schedule, null = none. An address without a row is shared.
+ */
+export interface SourceAddressesTable {
+  address: string;
+  tenant_id: string | null;
+  warmup_stages: string | null;
+  max_bounce_rate: number | null;
+  max_complaint_rate: number | null;
+  updated_at: string;
+}
+
+/** One row (id 1): bumped by every change to where mail leaves from (migration 021). */
+export interface RoutingGenerationTable {
+  id: number;
+  generation: number;
+}
+
 /** Pacing (migration 015, docs/pacing.md). Null limits: the shipped default. */
 export interface PacingSiteOverridesTable {
   tenant_id: string;
@@ -448,6 +468,8 @@ export interface DB {
   warmup_policies: WarmupPoliciesTable;
   warmup_counters: WarmupCountersTable;
   warmup_progress: WarmupProgressTable;
+  source_addresses: SourceAddressesTable;
+  routing_generation: RoutingGenerationTable;
 }
 
 /** A transmission's tracked link: version 2 click tokens name `idx` (migration 018). */

@@ -32,6 +32,8 @@ describe('warmup policies and IP pools', () => {
     const updated = await client.warmupPolicies.update(policy.id, { max_bounce_rate: 0.03 });
     expect(updated).toMatchObject({ id: policy.id, max_bounce_rate: 0.03, stages: policy.stages });
 
+    // A warmup policy goes on an address dedicated to the tenant (docs/ip-pools.md "For the operator").
+    await live.ctx.c.sourceAddresses.dedicate('127.0.0.2', live.tenant.tenantId);
     const pool = await client.ipPools.create({
       name: 'marketing',
       addresses: [{ address: '127.0.0.2', weight: 3, warmup_policy_id: policy.id }, { address: '127.0.0.3' }],

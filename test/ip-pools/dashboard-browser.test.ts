@@ -43,6 +43,8 @@ describe.skipIf(!HAVE_CHROMIUM)('IP pool and warmup pages in Chromium', () => {
       max_complaint_rate: 0.001,
     });
     const spill = await post('/v1/ip-pools', { name: 'spill', addresses: [{ address: '127.0.0.3' }] });
+    // A warmup policy goes on an address dedicated to the tenant (docs/ip-pools.md "For the operator").
+    await ctx.c.sourceAddresses.dedicate('127.0.0.2', tenant.tenantId);
     poolId = (
       await post('/v1/ip-pools', {
         name: 'marketing',

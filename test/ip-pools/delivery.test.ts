@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createSourcePicker } from '../../src/modules/ip-pools/source-picker.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
@@ -235,6 +235,9 @@ describe('IP pools in delivery', () => {
       max_complaint_rate: 0.01,
     });
     const spill = await api(t, 'POST', '/v1/ip-pools', { name: 'spill', addresses: [{ address: '127.0.0.3' }] });
+    // A warmup policy goes on an address dedicated to the tenant (docs/ip-pools.md); shared again after.
+    await ctx.c.sourceAddresses.dedicate('127.0.0.2', t.tenantId);
+    onTestFinished(() => ctx.c.sourceAddresses.share('127.0.0.2').then(() => {}));
     await api(t, 'POST', '/v1/ip-pools', {
       name: 'warm',
       default: true,
@@ -258,6 +261,8 @@ describe('IP pools in delivery', () => {
       max_bounce_rate: 0.2,
       max_complaint_rate: 0.01,
     });
+    await ctx.c.sourceAddresses.dedicate('127.0.0.4', t.tenantId);
+    onTestFinished(() => ctx.c.sourceAddresses.share('127.0.0.4').then(() => {}));
     const pool = await api(t, 'POST', '/v1/ip-pools', {
       name: 'new-ip',
       addresses: [{ address: '127.0.0.4', warmup_policy_id: policy.id }],

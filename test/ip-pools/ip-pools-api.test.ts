@@ -138,9 +138,11 @@ describe('Warmup policies API', () => {
       { day: 1, daily_limit: 50, hourly_limit: null },
       { day: 3, daily_limit: 500, hourly_limit: 100 },
     ]);
+    // A policy may be attached only to an address dedicated to the tenant (docs/ip-pools.md).
+    await ctx.c.sourceAddresses.dedicate('::1', a.tenantId);
     const pool = await post(a, '/v1/ip-pools', {
       name: 'warm',
-      addresses: [{ address: '127.0.0.2', warmup_policy_id: policy.id }],
+      addresses: [{ address: '::1', warmup_policy_id: policy.id }],
     });
     expect(pool.statusCode, pool.body).toBe(201);
     expect(pool.json().addresses[0].warmup_policy_id).toBe(policy.id);
@@ -154,7 +156,9 @@ describe('Warmup policies API', () => {
       addresses: [{ address: '127.0.0.2', warmup_policy_id: policy.id }],
     });
     expect(stolen.statusCode).toBe(422);
-    expect(stolen.json().errors[0].field).toBe('addresses[0].warmup_policy_id');
+    expect(stolen.json().errors).toEqual([
+      { code: 'validation_failed', field: 'addresses[0].warmup_policy_id', message: 'no such warmup policy' },
+    ]);
   });
 
   it('validates stages and rates', async () => {

@@ -64,6 +64,7 @@ describe('IP pools on two nodes', () => {
       max_bounce_rate: 0.1,
       max_complaint_rate: 0.01,
     });
+    await node1.c.sourceAddresses.dedicate('127.0.0.4', t.tenantId);
     await post('/v1/ip-pools', {
       name: 'cold',
       default: true,

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { notFound } from '../../lib/errors.ts';
-import { print, table, withContainer } from '../context.ts';
+import { print, printLines, table, withContainer } from '../context.ts';
 
 /**
  * Listing and removal for the operator: `tenants list`, `keys list|revoke`, `users list|delete`.
@@ -134,8 +134,4 @@ export function registerUserCommands(users: Command) {
         print(!!opts.json, { user_id: user.id, email: user.email, deleted: true }, `deleted: ${user.email}`);
       });
     });
-}
-
-function printLines(rows: unknown[]) {
-  process.stdout.write(rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
 }

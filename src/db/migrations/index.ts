@@ -18,6 +18,7 @@ import * as m017 from './017_events_partitions.ts';
 import * as m018 from './018_tracking_links.ts';
 import * as m019 from './019_connection_slots.ts';
 import * as m020 from './020_waiting_indexes.ts';
+import * as m021 from './021_source_addresses.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '018_tracking_links': m018,
   '019_connection_slots': m019,
   '020_waiting_indexes': m020,
+  '021_source_addresses': m021,
 };

@@ -22,9 +22,10 @@ export function registerIpPoolDashboardRoutes(app: TypedApp, c: Container) {
   });
   app.get(`${P}/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) => {
     const pool = await c.ipPools.get(tenant(req), req.params.id);
-    return { pool, warmup: await warmupProgress(c.database.db, tenant(req), Date.now(), pool.id) };
+    const rules = await c.sourceAddresses.rules();
+    return { pool, warmup: await warmupProgress(c.database.db, tenant(req), Date.now(), rules, pool.id) };
   });
   app.get('/dashboard/api/warmup', { config, schema: { hide: true } }, async (req) => ({
-    data: await warmupProgress(c.database.db, tenant(req), Date.now()),
+    data: await warmupProgress(c.database.db, tenant(req), Date.now(), await c.sourceAddresses.rules()),
   }));
 }

@@ -9,8 +9,8 @@ const pool = {
   id: POOL,
   name: 'marketing',
   addresses: [
-    { address: '192.0.2.25', weight: 3, warmup_policy_id: null },
-    { address: '192.0.2.26', weight: 1, warmup_policy_id: POLICY },
+    { address: '192.0.2.25', weight: 3, warmup_policy_id: null, flags: [] },
+    { address: '192.0.2.26', weight: 1, warmup_policy_id: POLICY, flags: [] },
   ],
   overflow_pool_id: OVERFLOW,
   default: false,
@@ -43,7 +43,7 @@ export const UPDATE_POOL_DOCS: RouteDocs = {
   responses: {
     200: {
       ...pool,
-      addresses: [{ address: '192.0.2.25', weight: 1, warmup_policy_id: null }],
+      addresses: [{ address: '192.0.2.25', weight: 1, warmup_policy_id: null, flags: [] }],
       overflow_pool_id: null,
       updated_at: '2026-11-26T11:30:00.000Z',
     },

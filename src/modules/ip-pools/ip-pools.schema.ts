@@ -42,6 +42,17 @@ export const UpdatePoolBody = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * Why an address of a pool is not used as it stands (docs/ip-pools.md "Flags"): it is no longer
+ * configured, it is dedicated to another tenant (skipped at send time), or its warmup policy does
+ * not apply because the address is not dedicated to this tenant.
+ */
+const AddressFlag = Type.Union([
+  Type.Literal('not_configured'),
+  Type.Literal('dedicated_to_another_tenant'),
+  Type.Literal('warmup_policy_ignored'),
+]);
+
 export const IpPool = Type.Object(
   {
     id: Type.String(),
@@ -51,6 +62,7 @@ export const IpPool = Type.Object(
         address: Type.String(),
         weight: Type.Integer(),
         warmup_policy_id: Type.Union([Type.String(), Type.Null()]),
+        flags: Type.Array(AddressFlag),
       }),
     ),
     overflow_pool_id: Type.Union([Type.String(), Type.Null()]),
@@ -66,3 +78,4 @@ export type CreatePoolInput = Static<typeof CreatePoolBody>;
 export type UpdatePoolInput = Static<typeof UpdatePoolBody>;
 export type IpPoolView = Static<typeof IpPool>;
 export type MailType = Static<typeof MailType>;
+export type AddressFlag = Static<typeof AddressFlag>;

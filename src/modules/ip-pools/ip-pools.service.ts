@@ -9,7 +9,9 @@ import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { nameTaken, newestFirstPage, writeNamed } from '../named-resource.ts';
 import { findPolicy } from '../warmup/warmup.service.ts';
 import { findPool, findPoolByName, poolAddresses, replaceAddresses, tenantPools } from './ip-pools.repo.ts';
-import type { CreatePoolInput, IpPoolView, MailType, UpdatePoolInput } from './ip-pools.schema.ts';
+import type { AddressFlag, CreatePoolInput, IpPoolView, MailType, UpdatePoolInput } from './ip-pools.schema.ts';
+import { bumpRoutingGeneration } from './routing-generation.ts';
+import { type AddressRules, mayUse, type SourceAddresses } from './source-addresses.ts';
 
 type Problem = { field: string; message: string };
 
@@ -19,11 +21,34 @@ const POOL = 'an IP pool';
 /** The canonical text of an address (IPv6 lower case), as configured addresses are compared. */
 export const canonicalAddress = (a: string) => (isIP(a) === 6 ? a.toLowerCase() : a);
 
-function view(row: IpPoolsTable, addresses: IpPoolAddressesTable[]): IpPoolView {
+/** What a tenant's pool holds and may not use as it is (docs/ip-pools.md "Flags"). */
+interface FlagContext {
+  tenantId: string;
+  configured: ReadonlySet<string>;
+  rules: AddressRules;
+}
+
+function flagsOf(a: IpPoolAddressesTable, ctx: FlagContext): AddressFlag[] {
+  const flags: AddressFlag[] = [];
+  if (!ctx.configured.has(a.address)) flags.push('not_configured');
+  const usable = mayUse(ctx.rules, ctx.tenantId, a.address);
+  if (!usable) flags.push('dedicated_to_another_tenant');
+  // A policy applies only on an address dedicated to the tenant (warmup of a shared one is the operator's).
+  if (a.warmup_policy_id && ctx.rules.owners.get(a.address)?.tenantId !== ctx.tenantId)
+    flags.push('warmup_policy_ignored');
+  return flags;
+}
+
+function view(row: IpPoolsTable, addresses: IpPoolAddressesTable[], ctx: FlagContext): IpPoolView {
   return {
     id: row.id,
     name: row.name,
-    addresses: addresses.map((a) => ({ address: a.address, weight: a.weight, warmup_policy_id: a.warmup_policy_id })),
+    addresses: addresses.map((a) => ({
+      address: a.address,
+      weight: a.weight,
+      warmup_policy_id: a.warmup_policy_id,
+      flags: flagsOf(a, ctx),
+    })),
     overflow_pool_id: row.overflow_pool_id,
     default: row.is_default === 1,
     mail_types: JSON.parse(row.mail_types) as MailType[],
@@ -44,9 +69,13 @@ export class IpPoolsService {
   constructor(
     private readonly database: Database,
     private readonly cursors: CursorCodec,
-    sourceAddresses: readonly string[],
+    private readonly sources: SourceAddresses,
   ) {
-    this.configured = new Set(sourceAddresses.map(canonicalAddress));
+    this.configured = new Set([...sources.configured].map(canonicalAddress));
+  }
+
+  private async flagContext(db: Executor, tenantId: string): Promise<FlagContext> {
+    return { tenantId, configured: this.configured, rules: await this.sources.rules(db) };
   }
 
   private get db() {
@@ -60,20 +89,30 @@ export class IpPoolsService {
     problems: Problem[],
   ) {
     const seen = new Set<string>();
+    const rules = await this.sources.rules(db);
     const rows: Omit<IpPoolAddressesTable, 'tenant_id' | 'pool_id' | 'position'>[] = [];
     for (const [i, a] of list.entries()) {
       const field = `addresses[${i}].address`;
       const address = canonicalAddress(a.address.trim());
+      const owner = rules.owners.get(address);
       if (!this.configured.has(address))
         problems.push({
           field,
           message: `${a.address} is not one of this host's source addresses (POSTYARD_SOURCE_ADDRESSES)`,
         });
+      else if (owner && owner.tenantId !== tenantId)
+        problems.push({ field, message: `${a.address} is dedicated to another tenant` });
       else if (seen.has(address)) problems.push({ field, message: `${a.address} is listed twice` });
       seen.add(address);
       const policy = a.warmup_policy_id ?? null;
+      const policyField = `addresses[${i}].warmup_policy_id`;
       if (policy !== null && !(await findPolicy(db, tenantId, policy)))
-        problems.push({ field: `addresses[${i}].warmup_policy_id`, message: 'no such warmup policy' });
+        problems.push({ field: policyField, message: 'no such warmup policy' });
+      else if (policy !== null && owner?.tenantId !== tenantId)
+        problems.push({
+          field: policyField,
+          message: `${a.address} is shared: a warmup policy may be attached only to an address dedicated to this tenant (warmup of a shared address is the operator's)`,
+        });
       rows.push({ address, weight: a.weight ?? 1, warmup_policy_id: policy });
     }
     return rows;
@@ -141,7 +180,8 @@ export class IpPoolsService {
     await this.claimRoles(db, tenantId, id, row.is_default === 1, types);
     await writeNamed(POOL, () => db.insertInto('ip_pools').values(row).execute());
     await replaceAddresses(db, tenantId, id, addresses);
-    return view(row, await poolAddresses(db, tenantId, [id]));
+    await bumpRoutingGeneration(db);
+    return view(row, await poolAddresses(db, tenantId, [id]), await this.flagContext(db, tenantId));
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<IpPoolView>> {
@@ -157,11 +197,13 @@ export class IpPoolsService {
       tenantId,
       page.data.map((p) => p.id),
     );
+    const ctx = await this.flagContext(this.db, tenantId);
     return {
       data: page.data.map((p) =>
         view(
           p,
           addresses.filter((a) => a.pool_id === p.id),
+          ctx,
         ),
       ),
       next_cursor: page.next_cursor,
@@ -171,7 +213,7 @@ export class IpPoolsService {
   async get(tenantId: string, id: string): Promise<IpPoolView> {
     const row = await findPool(this.db, tenantId, id);
     if (!row) throw notFound('IP pool');
-    return view(row, await poolAddresses(this.db, tenantId, [id]));
+    return view(row, await poolAddresses(this.db, tenantId, [id]), await this.flagContext(this.db, tenantId));
   }
 
   async update(tenantId: string, id: string, input: UpdatePoolInput): Promise<IpPoolView> {
@@ -211,7 +253,8 @@ export class IpPoolsService {
           .execute(),
       );
       if (addresses) await replaceAddresses(trx, tenantId, id, addresses);
-      return view(next, await poolAddresses(trx, tenantId, [id]));
+      await bumpRoutingGeneration(trx);
+      return view(next, await poolAddresses(trx, tenantId, [id]), await this.flagContext(trx, tenantId));
     });
   }
 
@@ -229,6 +272,7 @@ export class IpPoolsService {
       if (referer) throw new AppError('in_use', `pool "${referer.name}" overflows into this pool; change it first`);
       await trx.deleteFrom('ip_pool_addresses').where('tenant_id', '=', tenantId).where('pool_id', '=', id).execute();
       await trx.deleteFrom('ip_pools').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+      await bumpRoutingGeneration(trx);
     });
   }
 

@@ -7,9 +7,10 @@ import type { MessagesTable } from '../../db/schema.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { type Clock, isoAt, systemClock } from '../../lib/clock.ts';
 import { countWarmupFeedback, type WarmupPolicyRules, WarmupLedger } from '../warmup/ledger.ts';
-import type { WarmupStage } from '../warmup/warmup.schema.ts';
 import { allPoolsForRouting } from './ip-pools.repo.ts';
 import { canonicalAddress } from './ip-pools.service.ts';
+import { routingGeneration } from './routing-generation.ts';
+import { type AddressRules, mayUse, policyAttachments, readAddressRules, warmupInForce } from './source-addresses.ts';
 
 /**
  * Suspensions per destination site x source address. The pacing module (src/modules/pacing/,
@@ -49,8 +50,14 @@ interface Table {
   /** tenant -> mail type -> pool id; tenant -> default pool id. */
   byType: Map<string, Map<string, string>>;
   defaults: Map<string, string>;
-  /** Warmup rules per address (the first policy attached to it in any pool: one per address). */
+  /** Which addresses are dedicated to whom (source-addresses.ts); the others are shared. */
+  rules: AddressRules;
+  /** Configured addresses no tenant has to itself: mail outside every pool leaves from these. */
+  shared: string[];
+  /** The warmup in force per address: its owner's (source-addresses.ts warmupInForce). */
   warmup: Map<string, WarmupPolicyRules>;
+  /** The routing generation read before the tables: the table holds every change up to it. */
+  generation: number;
   loadedAt: number;
 }
 
@@ -84,22 +91,30 @@ export interface SourcePickerOptions {
   logger: Logger;
   /** POSTYARD_SOURCE_ADDRESSES. Empty: every message leaves by the host's default route. */
   sourceAddresses: readonly string[];
+  /** Its `address=tenant-id` entries (config.sourceDedications). */
+  sourceDedications?: Readonly<Record<string, string>>;
   clock?: Clock;
   suspensions?: SourceSuspensions;
-  /** How long pool changes may take to reach this node; default 5 s. */
+  /**
+   * Most age of the routing table; default 5 s. Changes made through Postyard reach the node at
+   * once (the routing generation); this only bounds how long a change made by hand in the
+   * database may take.
+   */
   refreshMs?: number;
 }
 
 /**
  * Chooses the source address of each claimed message (docs/ip-pools.md "Which address"):
  * the address it was sent from before (retries keep it), else options.ip_pool, the tenant's pool
- * for the mail type, its default pool, any configured address; by weight; skipping addresses
- * whose warmup cap is reached (then the overflow pool) or that are suspended for the site.
+ * for the mail type, its default pool, any shared address; by weight; skipping addresses the
+ * tenant may not use (dedicated to another tenant), whose warmup cap is reached (then the
+ * overflow pool) or that are suspended for the site.
  * The choice is written to messages.source_address before sending. Messages that must wait are
  * put back due at the time a slot opens, without an attempt counted: never dropped or failed.
  */
 export class SourcePicker {
   private readonly configured: string[];
+  private readonly dedications: Readonly<Record<string, string>>;
   private readonly ledger: WarmupLedger;
   private readonly clock: Clock;
   private readonly suspensions: SourceSuspensions;
@@ -110,6 +125,7 @@ export class SourcePicker {
 
   constructor(private readonly o: SourcePickerOptions) {
     this.configured = [...new Set(o.sourceAddresses.map(canonicalAddress))];
+    this.dedications = o.sourceDedications ?? {};
     this.clock = o.clock ?? systemClock;
     this.suspensions = o.suspensions ?? noSuspensions;
     this.ledger = new WarmupLedger(o.database.db, this.clock);
@@ -156,7 +172,7 @@ export class SourcePicker {
   private async decide(msgs: MessagesTable[], to: Destination | null) {
     const ready: MessagesTable[] = [];
     const waiting: MessagesTable[] = [];
-    const moved = new Map<string, string[]>();
+    const moved = new Map<string | null, string[]>();
     const later = new Map<number, string[]>();
     const failed: MessagesTable[] = [];
     try {
@@ -180,8 +196,9 @@ export class SourcePicker {
         }
         const address = d.kind === 'send' ? d.address : null;
         if (address !== (msg.source_address ?? null)) {
+          // Null too: a message taken off an address it may no longer use says so in its row.
           msg.source_address = address;
-          if (address) moved.set(address, [...(moved.get(address) ?? []), msg.id]);
+          moved.set(address, [...(moved.get(address) ?? []), msg.id]);
         }
         ready.push(msg);
       }
@@ -197,10 +214,14 @@ export class SourcePicker {
 
   private async pick(table: Table, msg: MessagesTable, to: Destination | null): Promise<Decision> {
     const site = to?.site ?? null;
-    const usable = (a: string) => this.configured.includes(a) && (to === null || this.usableFor(to, a));
+    // Never an address dedicated to another tenant, whatever a pool, a retry or a fallback says.
+    const allowed = (a: string) => this.configured.includes(a) && mayUse(table.rules, msg.tenant_id, a);
+    const usable = (a: string) => allowed(a) && (to === null || this.usableFor(to, a));
     // Nothing usable for the destination, and no suspension or cap to wait for: keep the address.
     const keep = (): Decision =>
-      msg.source_address ? { kind: 'send', address: msg.source_address } : { kind: 'none' };
+      msg.source_address && allowed(msg.source_address)
+        ? { kind: 'send', address: msg.source_address }
+        : { kind: 'none' };
     let waitUntil = Number.POSITIVE_INFINITY;
     const take = async (address: string): Promise<boolean> => {
       const policy = table.warmup.get(address);
@@ -210,7 +231,8 @@ export class SourcePicker {
       return r.ok;
     };
     // Retries keep their address (receivers' greylisting and reputation follow it) unless it is
-    // suspended for this site or no longer configured; at its warmup cap the retry waits for it.
+    // suspended for this site, no longer configured or now dedicated to another tenant; at its
+    // warmup cap the retry waits for it.
     const kept = msg.source_address;
     if (kept && usable(kept)) return (await take(kept)) ? { kind: 'send', address: kept } : this.wait(waitUntil);
 
@@ -227,7 +249,7 @@ export class SourcePicker {
       const pool = table.pools.get(id);
       if (!pool) break;
       const candidates = pool.members.filter((m) => usable(m.address));
-      if (pool.members.some((m) => this.configured.includes(m.address))) sawMember = true;
+      if (pool.members.some((m) => allowed(m.address))) sawMember = true;
       const address = await this.fromMembers(id, candidates, take);
       if (address) return { kind: 'send', address };
     }
@@ -237,13 +259,15 @@ export class SourcePicker {
       if (waitUntil === Number.POSITIVE_INFINITY && to !== null) return keep();
       return this.wait(waitUntil);
     }
-    // No pool (or its addresses are no longer configured): any configured address.
-    const all = this.configured.filter(usable).map((address) => ({ address, weight: 1, policyId: null }));
+    // No pool (or none of its addresses may be used): the shared addresses. Dedicated ones are
+    // only ever used through their tenant's pools. None shared at all: the host's default route.
+    if (table.shared.length === 0) return { kind: 'none' };
+    const all = table.shared.filter(usable).map((address) => ({ address, weight: 1, policyId: null }));
     const address = await this.fromMembers('*', all, take);
     if (address) return { kind: 'send', address };
     if (waitUntil === Number.POSITIVE_INFINITY && site !== null)
       waitUntil = Math.min(
-        ...this.configured.map((a) => this.suspensions.suspendedUntil(site, a) ?? Number.POSITIVE_INFINITY),
+        ...table.shared.map((a) => this.suspensions.suspendedUntil(site, a) ?? Number.POSITIVE_INFINITY),
       );
     if (waitUntil === Number.POSITIVE_INFINITY && to !== null) return keep();
     return this.wait(waitUntil);
@@ -295,39 +319,43 @@ export class SourcePicker {
     }
   }
 
+  /**
+   * The routing table, reloaded when the routing generation moved since it was read (a pool,
+   * a dedication or a warmup policy changed, on any node) or when it is older than refreshMs: a
+   * pool created before a message was claimed is always known when that message is picked.
+   */
   private async load(): Promise<Table> {
-    const t = this.table;
-    if (t && Date.now() - t.loadedAt < (this.o.refreshMs ?? 5000)) return t;
-    this.loading ??= this.read().finally(() => {
-      this.loading = null;
-    });
-    this.table = await this.loading;
-    return this.table;
+    const generation = await routingGeneration(this.o.database.db);
+    for (;;) {
+      const t = this.table;
+      if (t && t.generation >= generation && Date.now() - t.loadedAt < (this.o.refreshMs ?? 5000)) return t;
+      this.loading ??= this.read().finally(() => {
+        this.loading = null;
+      });
+      const loaded = await this.loading;
+      if (!this.table || loaded.generation >= this.table.generation) this.table = loaded;
+      // A load already under way may have read an older generation: then read again.
+      if (loaded.generation >= generation) return loaded;
+    }
   }
 
   private async read(): Promise<Table> {
     const db = this.o.database.db;
-    const { pools, addresses } = await allPoolsForRouting(db);
-    const policyIds = [...new Set(addresses.map((a) => a.warmup_policy_id).filter((p): p is string => !!p))];
-    const policies = policyIds.length
-      ? await db.selectFrom('warmup_policies').selectAll().where('id', 'in', policyIds).execute()
-      : [];
-    const rules = new Map(
-      policies.map((p) => [
-        p.id,
-        {
-          id: p.id,
-          stages: JSON.parse(p.stages) as WarmupStage[],
-          maxBounceRate: Number(p.max_bounce_rate),
-          maxComplaintRate: Number(p.max_complaint_rate),
-        },
-      ]),
-    );
+    // The generation first: whatever the tables say below holds at least every change up to it.
+    const generation = await routingGeneration(db);
+    const [{ pools, addresses }, rules, attachments] = await Promise.all([
+      allPoolsForRouting(db),
+      readAddressRules(db, { sourceAddresses: this.configured, sourceDedications: this.dedications }),
+      policyAttachments(db),
+    ]);
     const table: Table = {
       pools: new Map(),
       byType: new Map(),
       defaults: new Map(),
+      rules,
+      shared: this.configured.filter((a) => !rules.owners.has(a)),
       warmup: new Map(),
+      generation,
       loadedAt: Date.now(),
     };
     for (const p of pools) {
@@ -343,8 +371,10 @@ export class SourcePicker {
       const pool = table.pools.get(a.pool_id);
       if (!pool || pool.tenantId !== a.tenant_id) continue;
       pool.members.push({ address: a.address, weight: a.weight, policyId: a.warmup_policy_id });
-      const rule = a.warmup_policy_id ? rules.get(a.warmup_policy_id) : undefined;
-      if (rule && !table.warmup.has(a.address)) table.warmup.set(a.address, rule);
+    }
+    for (const address of this.configured) {
+      const inForce = warmupInForce(rules, address, attachments);
+      if (inForce) table.warmup.set(address, inForce.rules);
     }
     return table;
   }
@@ -371,7 +401,11 @@ const POSTPONE = dialectSql({
  * holds). Pacing passes its suspensions here (src/modules/delivery/engine.ts).
  */
 export function createSourcePicker(
-  c: { database: Database; logger: Logger; config: { sourceAddresses: readonly string[] } },
+  c: {
+    database: Database;
+    logger: Logger;
+    config: { sourceAddresses: readonly string[]; sourceDedications: Readonly<Record<string, string>> };
+  },
   workerId: string,
   opts: { clock?: Clock; suspensions?: SourceSuspensions; refreshMs?: number } = {},
 ): SourcePicker {
@@ -380,6 +414,7 @@ export function createSourcePicker(
     logger: c.logger,
     workerId,
     sourceAddresses: c.config.sourceAddresses,
+    sourceDedications: c.config.sourceDedications,
     ...opts,
   });
 }

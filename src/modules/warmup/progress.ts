@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/executor.ts';
 import { poolAddresses, tenantPools } from '../ip-pools/ip-pools.repo.ts';
+import type { AddressRules } from '../ip-pools/source-addresses.ts';
 import { stageFor, utcDay, warmupStatus } from './ledger.ts';
 import type { WarmupStage } from './warmup.schema.ts';
 
@@ -23,24 +24,32 @@ export interface WarmupProgressRow {
 }
 
 /**
- * Warmup progress of the tenant's pool addresses that have a policy (the dashboard's warmup page
- * and pool detail). Counts are per address: an address shared with another tenant's pool counts
- * both tenants' sends, as its cap does (docs/ip-pools.md "Warmup").
+ * Warmup progress of the tenant's pool addresses whose policy is in force: addresses dedicated to
+ * the tenant (a policy on a shared address does not apply, and the counts of a shared address
+ * are other tenants' traffic too, which a tenant is not shown). When several of its pools attach
+ * a policy to one address, the oldest pool's holds (source-addresses.ts warmupInForce).
  */
 export async function warmupProgress(
   db: Executor,
   tenantId: string,
   nowMs: number,
+  rules: AddressRules,
   poolId?: string,
 ): Promise<WarmupProgressRow[]> {
-  const pools = (await tenantPools(db, tenantId)).filter((p) => !poolId || p.id === poolId);
-  const members = (
+  const pools = await tenantPools(db, tenantId);
+  const attached = (
     await poolAddresses(
       db,
       tenantId,
       pools.map((p) => p.id),
     )
-  ).filter((m) => m.warmup_policy_id);
+  ).filter((m) => m.warmup_policy_id && rules.owners.get(m.address)?.tenantId === tenantId);
+  // poolAddresses is ordered by pool id (time-ordered) and position: the first one per address holds.
+  const inForce = new Map<string, string>();
+  for (const m of attached) if (!inForce.has(m.address)) inForce.set(m.address, m.warmup_policy_id as string);
+  const members = attached.filter(
+    (m) => inForce.get(m.address) === m.warmup_policy_id && (!poolId || m.pool_id === poolId),
+  );
   if (members.length === 0) return [];
   const policyIds = [...new Set(members.map((m) => m.warmup_policy_id as string))];
   const policies = await db

@@ -6,6 +6,7 @@ import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { newestFirstPage, writeNamed } from '../named-resource.ts';
+import { bumpRoutingGeneration } from '../ip-pools/routing-generation.ts';
 import type { CreateWarmupInput, UpdateWarmupInput, WarmupPolicyView, WarmupStage } from './warmup.schema.ts';
 
 /** The resource as name_taken names it. */
@@ -128,6 +129,8 @@ export class WarmupPoliciesService {
           .where('id', '=', id)
           .execute(),
       );
+      // Delivery nodes reload the stages before their next batch (src/modules/ip-pools/routing-generation.ts).
+      await bumpRoutingGeneration(trx);
       return toPolicyView(next);
     });
   }
