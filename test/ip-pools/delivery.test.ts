@@ -251,6 +251,39 @@ describe('IP pools in delivery', () => {
     expect((await rows(id)).every((r) => r.state === 'delivered' && r.attempt_count === 1)).toBe(true);
   });
 
+  it("the operator's warmup schedule of a shared address caps every tenant's mail there, together", async () => {
+    await ctx.c.sourceAddresses.setWarmup('127.0.0.3', {
+      stages: [{ day: 1, daily_limit: 3 }],
+      max_bounce_rate: 0.1,
+      max_complaint_rate: 0.01,
+    });
+    onTestFinished(() => ctx.c.sourceAddresses.setWarmup('127.0.0.3', null).then(() => {}));
+    const ids: string[] = [];
+    const emails: string[] = [];
+    for (const n of [1, 2]) {
+      const t = await createTenant(ctx, 'Shop <news@shop.test>');
+      await api(t, 'POST', '/v1/ip-pools', { name: 'three', default: true, addresses: [{ address: '127.0.0.3' }] });
+      const mine = [`op${n}a@dest.test`, `op${n}b@dest.test`];
+      emails.push(...mine);
+      ids.push(await send(t, mine));
+    }
+    await until('3 delivered, 1 waiting', async () => {
+      const r = (await Promise.all(ids.map(rows))).flat();
+      return (
+        r.filter((x) => x.state === 'delivered').length === 3 &&
+        r.filter((x) => x.state === 'queued' && x.attempt_count === 0).length === 1
+      );
+    });
+    expect(countBy(delivered(emails))).toEqual({ '127.0.0.3': 3 });
+    const counter = await ctx.c.database.db
+      .selectFrom('warmup_counters')
+      .select('sent')
+      .where('address', '=', '127.0.0.3')
+      .where('period', 'like', 'd:%')
+      .execute();
+    expect(counter.map((c) => Number(c.sent))).toEqual([3]);
+  });
+
   it('warmup caps hold across a simulated day; the next stage opens after a clean day; nothing is lost', async () => {
     const t = await createTenant(ctx, 'Shop <news@shop.test>');
     const policy = await api(t, 'POST', '/v1/warmup-policies', {
