@@ -156,6 +156,14 @@ describe('values are read from the environment', () => {
     expect(c.ehloName).toBe('[192.0.2.1]');
   });
 
+  it('POSTYARD_SOURCE_ADDRESSES: shared entries and address=tenant-id dedications (docs/ip-pools.md)', () => {
+    const tenant = '0193a5b2-0000-7000-8000-000000000000';
+    const c = loadConfig({ POSTYARD_SOURCE_ADDRESSES: `192.0.2.10, 2001:DB8::10=${tenant} ,192.0.2.10` });
+    expect(c.sourceAddresses).toEqual(['192.0.2.10', '2001:db8::10']);
+    expect(c.sourceDedications).toEqual({ '2001:db8::10': tenant });
+    expect(loadConfig({}).sourceDedications).toEqual({});
+  });
+
   it('treats empty values as unset', () => {
     const c = loadConfig({ POSTYARD_HTTP_PORT: '', DATABASE_URL: '  ' });
     expect(c.httpPort).toBe(3000);
@@ -200,6 +208,12 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['REDIS_URL', { REDIS_URL: 'localhost:6379' }],
     ['POSTYARD_DELIVERY_CLAIM_BATCH', { POSTYARD_DELIVERY_CLAIM_BATCH: '0' }],
     ['POSTYARD_DELIVERY_CLAIM_BATCH', { POSTYARD_DELIVERY_CLAIM_BATCH: '5000' }],
+    ['POSTYARD_SOURCE_ADDRESSES', { POSTYARD_SOURCE_ADDRESSES: '192.0.2.300' }],
+    ['POSTYARD_SOURCE_ADDRESSES', { POSTYARD_SOURCE_ADDRESSES: '192.0.2.10=acme' }],
+    [
+      'POSTYARD_SOURCE_ADDRESSES',
+      { POSTYARD_SOURCE_ADDRESSES: '192.0.2.10=0193a5b2-0000-7000-8000-000000000000,192.0.2.10' },
+    ],
   ];
 
   it.each(cases)('%s: %j', (variable, env) => {

@@ -4,11 +4,20 @@ import { useAsync, usePaged } from '../lib/hooks.ts';
 import { Link } from '../lib/router.tsx';
 import { WarmupTable, type WarmupRow } from './Warmup.tsx';
 
+/** Why an address is not used as it stands (docs/ip-pools.md "For the operator", Flags). */
+type AddressFlag = 'not_configured' | 'dedicated_to_another_tenant' | 'warmup_policy_ignored';
+
+const FLAG_TEXT: Record<AddressFlag, string> = {
+  not_configured: 'not configured on the server: not used',
+  dedicated_to_another_tenant: 'dedicated to another account: skipped',
+  warmup_policy_ignored: 'shared address: your warmup policy does not apply',
+};
+
 /** A pool as /dashboard/api/ip-pools answers it (the /v1/ip-pools shape, docs/api.md "IP pools"). */
 export interface IpPool {
   id: string;
   name: string;
-  addresses: { address: string; weight: number; warmup_policy_id: string | null }[];
+  addresses: { address: string; weight: number; warmup_policy_id: string | null; flags: AddressFlag[] }[];
   overflow_pool_id: string | null;
   default: boolean;
   mail_types: string[];
@@ -45,7 +54,7 @@ export function IpPools() {
       <ErrorBox error={list.error} retry={list.reload} />
       {!list.loading && !list.error && list.items.length === 0 ? (
         <Empty title="No IP pools yet">
-          <p>Without a pool, mail leaves from any of the server's configured addresses.</p>
+          <p>Without a pool, mail leaves from the server's shared addresses.</p>
         </Empty>
       ) : null}
       {list.items.length > 0 ? (
@@ -105,6 +114,7 @@ export function IpPoolPage({ id }: { id: string }) {
               <th scope="col">Address</th>
               <th scope="col">Weight</th>
               <th scope="col">Warmup</th>
+              <th scope="col">Notes</th>
             </tr>
           </thead>
           <tbody>
@@ -112,7 +122,14 @@ export function IpPoolPage({ id }: { id: string }) {
               <tr key={a.address}>
                 <td>{a.address}</td>
                 <td>{a.weight}</td>
-                <td>{a.warmup_policy_id ? <Badge tone="warn">in warmup</Badge> : <Badge tone="ok">no limit</Badge>}</td>
+                <td>
+                  {a.warmup_policy_id && !a.flags.includes('warmup_policy_ignored') ? (
+                    <Badge tone="warn">in warmup</Badge>
+                  ) : (
+                    <Badge tone="ok">no policy</Badge>
+                  )}
+                </td>
+                <td>{a.flags.map((f) => FLAG_TEXT[f]).join('; ')}</td>
               </tr>
             ))}
           </tbody>

@@ -82,7 +82,8 @@ export function Warmup() {
       {s.data && s.data.data.length === 0 ? (
         <Empty title="No address in warmup">
           <p>
-            Attach a warmup policy (<code>/v1/warmup-policies</code>) to a pool address to warm it up.
+            Attach a warmup policy (<code>/v1/warmup-policies</code>) to a pool address dedicated to your account to
+            warm it up; the server's shared addresses are warmed by its operator.
           </p>
         </Empty>
       ) : null}

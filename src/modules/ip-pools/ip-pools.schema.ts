@@ -43,7 +43,7 @@ export const UpdatePoolBody = Type.Object(
 );
 
 /**
- * Why an address of a pool is not used as it stands (docs/ip-pools.md "Flags"): it is no longer
+ * Why an address of a pool is not used as it stands (docs/ip-pools.md "For the operator", Flags): it is no longer
  * configured, it is dedicated to another tenant (skipped at send time), or its warmup policy does
  * not apply because the address is not dedicated to this tenant.
  */

@@ -21,7 +21,7 @@ const POOL = 'an IP pool';
 /** The canonical text of an address (IPv6 lower case), as configured addresses are compared. */
 export const canonicalAddress = (a: string) => (isIP(a) === 6 ? a.toLowerCase() : a);
 
-/** What a tenant's pool holds and may not use as it is (docs/ip-pools.md "Flags"). */
+/** What a tenant's pool holds and may not use as it is (docs/ip-pools.md "For the operator", Flags). */
 interface FlagContext {
   tenantId: string;
   configured: ReadonlySet<string>;

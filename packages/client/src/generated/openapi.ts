@@ -1078,6 +1078,7 @@ export interface components {
     IpPool: {
       addresses: {
         address: string;
+        flags: ('not_configured' | 'dedicated_to_another_tenant' | 'warmup_policy_ignored')[];
         warmup_policy_id: string | null;
         weight: number;
       }[];
@@ -1850,12 +1851,14 @@ export interface operations {
            *             {
            *               "address": "192.0.2.25",
            *               "weight": 3,
-           *               "warmup_policy_id": null
+           *               "warmup_policy_id": null,
+           *               "flags": []
            *             },
            *             {
            *               "address": "192.0.2.26",
            *               "weight": 1,
-           *               "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90"
+           *               "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90",
+           *               "flags": []
            *             }
            *           ],
            *           "overflow_pool_id": "0193a5b2-5555-7d4a-9f3b-2c8e4d6a1b90",
@@ -2022,12 +2025,14 @@ export interface operations {
            *         {
            *           "address": "192.0.2.25",
            *           "weight": 3,
-           *           "warmup_policy_id": null
+           *           "warmup_policy_id": null,
+           *           "flags": []
            *         },
            *         {
            *           "address": "192.0.2.26",
            *           "weight": 1,
-           *           "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90"
+           *           "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90",
+           *           "flags": []
            *         }
            *       ],
            *       "overflow_pool_id": "0193a5b2-5555-7d4a-9f3b-2c8e4d6a1b90",
@@ -2189,12 +2194,14 @@ export interface operations {
            *         {
            *           "address": "192.0.2.25",
            *           "weight": 3,
-           *           "warmup_policy_id": null
+           *           "warmup_policy_id": null,
+           *           "flags": []
            *         },
            *         {
            *           "address": "192.0.2.26",
            *           "weight": 1,
-           *           "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90"
+           *           "warmup_policy_id": "0193a5b2-6666-7d4a-9f3b-2c8e4d6a1b90",
+           *           "flags": []
            *         }
            *       ],
            *       "overflow_pool_id": "0193a5b2-5555-7d4a-9f3b-2c8e4d6a1b90",
@@ -2484,7 +2491,8 @@ export interface operations {
            *         {
            *           "address": "192.0.2.25",
            *           "weight": 1,
-           *           "warmup_policy_id": null
+           *           "warmup_policy_id": null,
+           *           "flags": []
            *         }
            *       ],
            *       "overflow_pool_id": null,
