@@ -80,17 +80,26 @@ function mailboxes(field: HeaderField | undefined): { name: string; address: str
 /**
  * The identities the message claims (issue 13): every From mailbox and the Sender must be a
  * valid address whose display name shows no other address; the sender policy then checks each
- * domain (550 5.7.1 when one is not the tenant's), not only the first From's.
+ * domain (550 5.7.1 when one is not the tenant's), not only the first From's. Resent-From and
+ * Resent-Sender (RFC 5322 3.6.6, one block per resending, so each may appear more than once)
+ * claim who sent the message as much as From and Sender do, and are held to the same rules
+ * (issue 31, item 9). The first From mailbox's domain comes first (the sender policy's From).
  */
 function senderIdentity(h: MessageHeaders): { from: Mailbox; domains: string[] } {
   if (countHeader(h, 'sender') > 1) throw reply.malformed('The message has more than one Sender header');
   const from = mailboxes(findHeader(h, 'from'));
   const sender = mailboxes(findHeader(h, 'sender'));
   if (sender.length > 1) throw reply.malformed('The Sender header must hold one address');
+  const resentFrom = h.fields.filter((f) => f.name === 'resent-from').flatMap((f) => mailboxes(f));
+  const resentSenders = h.fields.filter((f) => f.name === 'resent-sender').map((f) => mailboxes(f));
+  if (resentSenders.some((list) => list.length !== 1))
+    throw reply.malformed('Each Resent-Sender header must hold one address');
   const domains: string[] = [];
   for (const [header, list] of [
     ['From', from],
     ['Sender', sender],
+    ['Resent-From', resentFrom],
+    ['Resent-Sender', resentSenders.flat()],
   ] as const) {
     for (const m of list) {
       if (!isValidEmail(m.address))

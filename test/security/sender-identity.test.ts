@@ -91,6 +91,13 @@ describe('HTTP API: content.from and content.reply_to are one checked mailbox', 
     expect(rows).toHaveLength(0);
   });
 
+  it('refuses Resent-From and Resent-Sender in content.headers with 422 (identities come only from checked values)', async () => {
+    for (const name of ['Resent-From', 'resent-sender']) {
+      const res = await send({ from: 'me@my-verified.test', headers: { [name]: 'Boss <ceo@bank.test>' } });
+      expectInvalid(res, `content.headers.${name}`);
+    }
+  });
+
   it('refuses the same values as content.reply_to with 422 on content.reply_to', async () => {
     for (const reply_to of SPOOFS)
       expectInvalid(await send({ from: 'me@my-verified.test', reply_to }), 'content.reply_to');
@@ -191,6 +198,38 @@ describe('SMTP submission: every From mailbox and the Sender must be on a verifi
 
   it('refuses a From display name holding a foreign address with 550 5.7.1', async () => {
     expect(await submit({ from: '"ceo@bank.test" <me@my-verified.test>' })).toMatch(/^550 5\.7\.1 /);
+  });
+
+  it('refuses a Resent-From or Resent-Sender on a foreign domain with 550 5.7.1, like From and Sender', async () => {
+    const from = 'Me <me@my-verified.test>';
+    expect(await submit({ from, extra: ['Resent-From: Boss <ceo@other-tenant.test>'] })).toMatch(
+      /^550 5\.7\.1 .*other-tenant\.test/,
+    );
+    expect(await submit({ from, extra: ['Resent-From: me@my-verified.test, ceo@bank.test'] })).toMatch(
+      /^550 5\.7\.1 .*bank\.test/,
+    );
+    expect(await submit({ from, extra: ['Resent-Sender: ceo@bank.test'] })).toMatch(/^550 5\.7\.1 .*bank\.test/);
+    // One resent block per resending: the second block is checked as well as the first.
+    expect(
+      await submit({
+        from,
+        extra: ['Resent-From: me@my-verified.test', 'Resent-From: Boss <ceo@other-tenant.test>'],
+      }),
+    ).toMatch(/^550 5\.7\.1 .*other-tenant\.test/);
+    expect(await submit({ from, extra: ['Resent-From: "ceo@bank.test" <me@my-verified.test>'] })).toMatch(
+      /^550 5\.7\.1 .*Resent-From.*display name/,
+    );
+    expect(await submit({ from, extra: ['Resent-Sender: a@my-verified.test, b@my-verified.test'] })).toMatch(
+      /^5\d\d .*Resent-Sender/,
+    );
+  });
+
+  it('accepts Resent-From and Resent-Sender on verified domains', async () => {
+    const reply = await submit({
+      from: 'Me <me@my-verified.test>',
+      extra: ['Resent-From: You <you@mail.my-verified.test>', 'Resent-Sender: me@my-verified.test'],
+    });
+    expect(queuedId(reply)).toBeTruthy();
   });
 
   it('accepts several From mailboxes and a Sender when all are on verified domains', async () => {

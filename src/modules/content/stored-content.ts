@@ -54,6 +54,10 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'cc',
   'bcc',
   'sender',
+  // Who resent the message (RFC 5322 3.6.6): an identity like From and Sender, which the API
+  // sets only from checked values (issue 31, item 9).
+  'resent-from',
+  'resent-sender',
   'reply-to',
   'subject',
   'date',

@@ -39,10 +39,16 @@ export class VerifiedDomainsCache {
 }
 
 /**
- * The accept-time sender check (docs/domains.md "4. Sending"). Outside development mode every domain the
- * message claims to be from (the From address; over SMTP every From mailbox and the Sender)
- * must be a verified sending domain of the tenant, or a subdomain of one: a DKIM signature by
- * the parent domain aligns with the From under DMARC's relaxed alignment, as SES allows too.
+ * The accept-time sender check (docs/domains.md "4. Sending"). Every domain the message claims
+ * to be from (the From address; over SMTP every From mailbox, the Sender, every Resent-From
+ * mailbox and Resent-Sender) must be a verified sending domain of the tenant, or a subdomain of
+ * one: a DKIM signature by the parent domain aligns with the From under DMARC's relaxed
+ * alignment, as SES allows too. `senderDomains[0]` is the domain of the From that is sent.
+ *
+ * Development mode lifts the verification only (issue 31, item 9): the From's own domain
+ * (`senderDomains[0]`) is accepted unverified, and every other identity must be on it (or a
+ * subdomain of it) or on a verified domain, so a second From mailbox or a Sender on another
+ * tenant's domain is refused there too.
  * Pass the DomainsService's cache so this node's verifications and deletions apply at once.
  */
 export function createSenderPolicy(
@@ -50,15 +56,22 @@ export function createSenderPolicy(
   cache: VerifiedDomainsCache = new VerifiedDomainsCache(),
 ): SenderPolicy {
   return async (db, tenantId, senderDomains) => {
-    if (config.devMode) return;
-    const verified = await cache.get(db, tenantId);
     const domains = senderDomains.map((d) => d.toLowerCase());
-    const refused = domains.length === 0 ? '' : domains.find((d) => !candidateDomains(d).some((c) => verified.has(c)));
+    const own = config.devMode ? domains[0] : undefined;
+    if (config.devMode) {
+      // Nothing else claimed, or only the From's own domain: no query needed.
+      if (own === undefined || domains.every((d) => candidateDomains(d).includes(own))) return;
+    }
+    const verified = await cache.get(db, tenantId);
+    const allowed = (d: string) => candidateDomains(d).some((c) => c === own || verified.has(c));
+    const refused = domains.length === 0 ? '' : domains.find((d) => !allowed(d));
     if (refused === undefined) return;
     throw new AppError(
       'sender_domain_not_verified',
       refused
-        ? `The From domain ${refused} is not a verified sending domain of this account`
+        ? own !== undefined
+          ? `The domain ${refused} is neither the From domain (${own}) nor a verified sending domain of this account`
+          : `The From domain ${refused} is not a verified sending domain of this account`
         : 'The message has no From address on a verified sending domain',
       { field: 'content.from' },
     );

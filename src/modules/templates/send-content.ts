@@ -122,6 +122,7 @@ export function applyTemplateToSubmission<
       template_id: templateId,
       ...storedTemplateFields(template, data),
     },
-    senderDomains: [...new Set([...input.senderDomains, ...(from ? [domainOf(from.email)] : [])])],
+    // The template's From is the one sent: its domain comes first (the sender policy's From).
+    senderDomains: [...new Set([...(from ? [domainOf(from.email)] : []), ...input.senderDomains])],
   };
 }
