@@ -30,6 +30,9 @@ if (!HAVE_CHROMIUM)
 
 describe.skipIf(!HAVE_CHROMIUM)('opens and clicks on the dashboard', () => {
   let ctx: TestContext;
+
+  /** The Host a browser sends for a link on the public URL: tokens are honoured on that host (docs/tracking.md). */
+  const publicHost = () => new URL(ctx.c.config.publicUrl).host;
   let t: TestTenant;
   let base: string;
   let browser: Browser;
@@ -57,7 +60,12 @@ describe.skipIf(!HAVE_CHROMIUM)('opens and clicks on the dashboard', () => {
   }
 
   async function hit(path: string, ua: string, ip: string, status: number) {
-    const r = await ctx.app.inject({ method: 'GET', url: path, headers: { 'user-agent': ua }, remoteAddress: ip });
+    const r = await ctx.app.inject({
+      method: 'GET',
+      url: path,
+      headers: { host: publicHost(), 'user-agent': ua },
+      remoteAddress: ip,
+    });
     expect(r.statusCode, `${path} ${ua}`).toBe(status);
   }
 

@@ -19,6 +19,9 @@ import { mailer, newCredential } from '../smtp/helpers.ts';
 import { createWebhook, eventually, type Receiver, startReceiver } from '../webhooks/helpers.ts';
 
 let ctx: TestContext;
+
+/** The Host a browser sends for a link on the public URL: tokens are honoured on that host (docs/tracking.md). */
+const publicHost = () => new URL(ctx.c.config.publicUrl).host;
 let t: TestTenant;
 let dnsServer: DnsServer;
 let sink: SinkMx;
@@ -153,7 +156,7 @@ describe('mail path metrics', () => {
           .executeTakeFirstOrThrow()
       ).id;
     const token = signToken(deriveTokenKey(ctx.c.masterKey), { kind: 'open', messageId: id });
-    const open = await ctx.app.inject({ method: 'GET', url: `/o/${token}` });
+    const open = await ctx.app.inject({ method: 'GET', url: `/o/${token}`, headers: { host: publicHost() } });
     expect(open.statusCode).toBe(200);
     expect(metricValue(await scrape(), 'postyard_tracking_events_total', { kind: 'open' })).toBe(1);
 

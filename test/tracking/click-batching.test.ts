@@ -8,6 +8,9 @@ import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 let ctx: TestContext;
+
+/** The Host a browser sends for a link on the public URL: tokens are honoured on that host (docs/tracking.md). */
+const publicHost = () => new URL(ctx.c.config.publicUrl).host;
 let t: TestTenant;
 let key: Buffer;
 const PERSON_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36';
@@ -57,7 +60,12 @@ async function clicks(messageId: string) {
 }
 
 const click = (tok: string, ip = '198.51.100.20') =>
-  ctx.app.inject({ method: 'GET', url: `/c/${tok}`, headers: { 'user-agent': PERSON_UA }, remoteAddress: ip });
+  ctx.app.inject({
+    method: 'GET',
+    url: `/c/${tok}`,
+    headers: { host: publicHost(), 'user-agent': PERSON_UA },
+    remoteAddress: ip,
+  });
 
 describe('click batching and caches', () => {
   it('30 clicks at once on 3 links: 30 redirects, 30 events, exactly one first per link', async () => {

@@ -19,6 +19,9 @@ import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
 
 let ctx: TestContext;
+
+/** The Host a browser sends for a link on the public URL: tokens are honoured on that host (docs/tracking.md). */
+const publicHost = () => new URL(ctx.c.config.publicUrl).host;
 let t: TestTenant;
 let other: TestTenant;
 let dns: DnsServer;
@@ -113,7 +116,7 @@ function click(token: string) {
   return ctx.app.inject({
     method: 'GET',
     url: `/c/${token}`,
-    headers: { 'user-agent': UA },
+    headers: { host: publicHost(), 'user-agent': UA },
     remoteAddress: '198.51.100.9',
   });
 }

@@ -10,6 +10,9 @@ import { call, createTenant, createTestContext, type TestContext, type TestTenan
 
 const BURST = 5;
 let ctx: TestContext;
+
+/** The Host a browser sends for a link on the public URL: tokens are honoured on that host (docs/tracking.md). */
+const publicHost = () => new URL(ctx.c.config.publicUrl).host;
 let t: TestTenant;
 let key: Buffer;
 const UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
@@ -56,7 +59,7 @@ const req = (method: 'GET' | 'POST', url: string, ip: string) =>
     method,
     url,
     remoteAddress: ip,
-    headers: { 'user-agent': UA, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { host: publicHost(), 'user-agent': UA, 'content-type': 'application/x-www-form-urlencoded' },
     ...(method === 'POST' ? { payload: 'List-Unsubscribe=One-Click' } : {}),
   });
 

@@ -10,6 +10,9 @@ import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 let ctx: TestContext;
+
+/** The Host a browser sends for a link on the public URL: tokens are honoured on that host (docs/tracking.md). */
+const publicHost = () => new URL(ctx.c.config.publicUrl).host;
 let t: TestTenant;
 let key: Buffer;
 
@@ -58,7 +61,12 @@ describe('click redirects to links with unsafe characters', () => {
 
     for (const { idx, url } of links) {
       const tok = signToken(key, { kind: 'click', messageId: msg.id, link: idx, ref: idx });
-      const click = await ctx.app.inject({ method: 'GET', url: `/c/${tok}`, remoteAddress: '198.51.100.7' });
+      const click = await ctx.app.inject({
+        method: 'GET',
+        url: `/c/${tok}`,
+        headers: { host: publicHost() },
+        remoteAddress: '198.51.100.7',
+      });
       expect(click.statusCode, `${JSON.stringify(url)}: ${click.body}`).toBe(302);
       expect(click.headers.location).toBe(LINKS[idx]?.[1]);
     }

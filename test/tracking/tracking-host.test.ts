@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
+import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { startTestWorker } from '../helpers/delivery.ts';
 import { addDomain, type DomainBody, publish, verifyDomain } from '../domains/helpers.ts';
@@ -92,14 +93,19 @@ async function send(email: string) {
 }
 
 /** A real HTTP request to the listening server, with the Host header a browser would send. */
-function getWithHost(host: string, path: string): Promise<{ status: number; location?: string }> {
+function getWithHost(host: string, path: string, post?: string): Promise<{ status: number; location?: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
         host: '127.0.0.1',
         port,
         path,
-        headers: { host: `${host}:${port}`, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0' },
+        method: post === undefined ? 'GET' : 'POST',
+        headers: {
+          host: `${host}:${port}`,
+          'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0',
+          ...(post === undefined ? {} : { 'content-type': 'application/x-www-form-urlencoded' }),
+        },
       },
       (res) => {
         res.resume();
@@ -107,12 +113,26 @@ function getWithHost(host: string, path: string): Promise<{ status: number; loca
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(post);
   });
+}
+
+/** The number of events of `type` for the message sent to `recipient`. */
+async function eventCount(recipient: string, type: string): Promise<number> {
+  const r = await ctx.c.database.db
+    .selectFrom('events')
+    .innerJoin('messages', 'messages.id', 'events.message_id')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('messages.recipient', '=', recipient)
+    .where('events.type', '=', type)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
 }
 
 describe('tracking host name per sending domain', () => {
   let domain: DomainBody;
+  /** The tracked URLs (paths) of a message acme sent once its tracking host was verified. */
+  const acme = { click: '', open: '', unsubscribe: '' };
 
   it('PATCH sets it: a pending CNAME to the public URL host in dns_records; names outside the domain are 422, another tenant gets 404', async () => {
     domain = await addDomain(ctx, t.apiKey, 'acme.test');
@@ -160,17 +180,80 @@ describe('tracking host name per sending domain', () => {
     expect(m.html).toMatch(new RegExp(`<img src="${trackBase}/o/[A-Za-z0-9_-]+"`));
     expect(m.head).toMatch(new RegExp(`^List-Unsubscribe: <${trackBase}/u/[A-Za-z0-9_-]+>, <mailto:`, 'm'));
     expect(m.html).not.toContain(PUBLIC_HOST);
+    acme.click = click as string;
+    acme.open = m.html.match(new RegExp(`<img src="${trackBase}(/o/[A-Za-z0-9_-]+)"`))?.[1] ?? '';
+    acme.unsubscribe = m.head.match(new RegExp(`^List-Unsubscribe: <${trackBase}(/u/[A-Za-z0-9_-]+)>`, 'm'))?.[1] ?? '';
 
     // What a browser does after click.acme.test resolved to this server (CNAME -> public host).
     const r = await getWithHost('click.acme.test', click as string);
     expect(r).toEqual({ status: 302, location: 'https://shop.acme.test/sale?x=1' });
-    // The Host header chooses nothing: the same token answers the same on the public host, and
-    // a forged host name changes no answer (no URL is ever built from it).
+    // The same token answers the same on the public host; no URL is ever built from the Host
+    // header (a host name only decides whose tokens it honours: the next test).
     expect(await getWithHost(PUBLIC_HOST, click as string)).toEqual({
       status: 302,
       location: 'https://shop.acme.test/sale?x=1',
     });
     expect((await getWithHost('evil.example', '/c/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).status).toBe(404);
+  });
+
+  it("a token is honoured only on its own tenant's tracking host and the public host: another tenant's host, or nobody's, answers 404 and records nothing", async () => {
+    // The other tenant verifies its own domain and tracking host name.
+    const od = await addDomain(ctx, other.apiKey, 'other.test');
+    const withHost = await patch(other.apiKey, od.id, 'click.other.test');
+    expect(withHost.statusCode).toBe(200);
+    publish(dns, withHost.json() as DomainBody);
+    const v = await verifyDomain(ctx, other.apiKey, od.id);
+    expect(v.status).toBe('verified');
+    expect(v.dns_records.find((r) => (r.purpose as string) === 'tracking')?.status).toBe('verified');
+
+    const recipient = 'after@dest.test';
+    const clicks = await eventCount(recipient, 'message.clicked');
+    const opens = await eventCount(recipient, 'message.opened');
+    // acme's click, open and unsubscribe on the other tenant's tracking host, and on a name that is
+    // nobody's tracking host: the 404 of an unknown token, no redirect, nothing recorded.
+    for (const host of ['click.other.test', 'nobodys.example']) {
+      const click = await getWithHost(host, acme.click);
+      expect(click, host).toEqual({ status: 404 });
+      expect((await getWithHost(host, acme.open)).status, host).toBe(404);
+      expect((await getWithHost(host, acme.unsubscribe)).status, host).toBe(404);
+      expect((await getWithHost(host, acme.unsubscribe, 'List-Unsubscribe=One-Click')).status, host).toBe(404);
+    }
+    expect(await eventCount(recipient, 'message.clicked')).toBe(clicks);
+    expect(await eventCount(recipient, 'message.opened')).toBe(opens);
+    expect(await eventCount(recipient, 'message.unsubscribed')).toBe(0);
+    const suppressed = await call(ctx.app, 'GET', `/v1/suppressions?identifier=${recipient}`, { key: t.apiKey });
+    expect(suppressed.json().data).toEqual([]);
+
+    // On acme's own tracking host (and the public host) the same links work.
+    for (const host of ['click.acme.test', PUBLIC_HOST]) {
+      expect(await getWithHost(host, acme.click), host).toEqual({
+        status: 302,
+        location: 'https://shop.acme.test/sale?x=1',
+      });
+      expect((await getWithHost(host, acme.open)).status, host).toBe(200);
+      expect((await getWithHost(host, acme.unsubscribe)).status, host).toBe(200);
+    }
+    expect(await eventCount(recipient, 'message.clicked')).toBe(clicks + 2);
+
+    // The other tenant's token: on its own host it redirects, on acme's it does not.
+    const accepted = await call(ctx.app, 'POST', '/v1/transmissions', {
+      key: other.apiKey,
+      body: {
+        recipients: [{ email: 'o@dest.test' }],
+        content: { from: 'Other <news@other.test>', subject: 'Hi', text: 'x' },
+      },
+    });
+    expect(accepted.statusCode, accepted.body).toBe(202);
+    const messageId = (
+      await ctx.c.database.db
+        .selectFrom('messages')
+        .select('id')
+        .where('recipient', '=', 'o@dest.test')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const otherClick = `/c/${signToken(deriveTokenKey(ctx.c.masterKey), { kind: 'click', messageId, link: 0, url: 'https://other.test/' })}`;
+    expect(await getWithHost('click.other.test', otherClick)).toEqual({ status: 302, location: 'https://other.test/' });
+    expect(await getWithHost('click.acme.test', otherClick)).toEqual({ status: 404 });
   });
 
   it('PATCH null removes it: mail goes back to the public URL', async () => {

@@ -4,6 +4,9 @@ import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 let ctx: TestContext;
+
+/** The Host a browser sends for a link on the public URL: tokens are honoured on that host (docs/tracking.md). */
+const publicHost = () => new URL(ctx.c.config.publicUrl).host;
 let t: TestTenant;
 let key: Buffer;
 const GMAIL_UA = 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)';
@@ -53,7 +56,7 @@ async function events(messageId: string, type: string) {
 }
 
 function get(url: string, ua = PERSON_UA, ip = '198.51.100.7') {
-  return ctx.app.inject({ method: 'GET', url, headers: { 'user-agent': ua }, remoteAddress: ip });
+  return ctx.app.inject({ method: 'GET', url, headers: { host: publicHost(), 'user-agent': ua }, remoteAddress: ip });
 }
 
 describe('tracking settings and defaults', () => {
@@ -201,6 +204,7 @@ describe('public tracking routes', () => {
       method: 'POST',
       url: `/u/${tok}`,
       headers: {
+        host: publicHost(),
         'content-type': 'application/x-www-form-urlencoded',
         'user-agent': 'Mozilla/5.0 (compatible; Google-One-Click-Unsubscribe)',
       },
@@ -220,7 +224,7 @@ describe('public tracking routes', () => {
     const again = await ctx.app.inject({
       method: 'POST',
       url: `/u/${tok}`,
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { host: publicHost(), 'content-type': 'application/x-www-form-urlencoded' },
       payload: 'List-Unsubscribe=One-Click',
     });
     expect(again.statusCode).toBe(200);
@@ -254,7 +258,7 @@ describe('public tracking routes', () => {
     const res = await ctx.app.inject({
       method: 'POST',
       url: `/u/${tok}`,
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { host: publicHost(), 'content-type': 'application/x-www-form-urlencoded' },
       payload: 'confirm=1',
     });
     expect(res.statusCode).toBe(200);

@@ -41,6 +41,18 @@ export async function findDomainsNamed(
   return q.execute();
 }
 
+/** Every tenant's domains among `names` (tenant and records only), optionally only verified. */
+export async function findDomainsOfAnyTenant(
+  db: Executor,
+  names: string[],
+  onlyVerified: boolean,
+): Promise<Pick<SendingDomainsTable, 'tenant_id' | 'records'>[]> {
+  if (names.length === 0) return [];
+  let q = db.selectFrom('sending_domains').select(['tenant_id', 'records']).where('domain', 'in', names);
+  if (onlyVerified) q = q.where('status', '=', 'verified');
+  return q.execute();
+}
+
 export async function listVerifiedDomainNames(db: Executor, tenantId: string): Promise<string[]> {
   const rows = await db
     .selectFrom('sending_domains')

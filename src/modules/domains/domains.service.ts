@@ -18,7 +18,13 @@ import {
   RETURN_PATH_LABEL,
 } from './dns-records.ts';
 import { candidateDomains, normalizeDomain } from './domain-names.ts';
-import { trackingBaseFor, validTrackingHostname, verifiedTrackingHost, withTrackingHost } from './tracking-host.ts';
+import {
+  TrackingHostOwners,
+  trackingBaseFor,
+  validTrackingHostname,
+  verifiedTrackingHost,
+  withTrackingHost,
+} from './tracking-host.ts';
 import {
   countDomains,
   deleteDomain,
@@ -131,6 +137,8 @@ const limitReached = (limit: number) =>
 export class DomainsService {
   /** Shared with the sender policy (createSenderPolicy) so changes here apply at once. */
   readonly verifiedCache = new VerifiedDomainsCache();
+  /** Whose tracking links a host name answers (the tracking routes ask); kept fresh like verifiedCache. */
+  readonly trackingHosts: TrackingHostOwners;
   private readonly checker: DnsChecker;
   private readonly signing = new BoundedCache<string, Map<string, { value: SigningKey | null; expiresAt: number }>>(
     SIGNING_CACHE_MAX_TENANTS,
@@ -145,6 +153,7 @@ export class DomainsService {
     private readonly config: DomainsConfig,
   ) {
     this.checker = new DnsChecker({ servers: config.dnsServers });
+    this.trackingHosts = new TrackingHostOwners(db, config.devMode);
   }
 
   /**
@@ -364,6 +373,7 @@ export class DomainsService {
   private invalidate(tenantId: string): void {
     this.verifiedCache.invalidate(tenantId);
     this.signing.delete(tenantId);
+    this.trackingHosts.forget();
   }
 }
 

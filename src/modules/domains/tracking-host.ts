@@ -9,9 +9,12 @@
  * name): a tenant can only point mail at names of a domain it proves it controls, so no tenant
  * gets another's, or the operator's, host name into its links.
  */
+import type { Executor } from '../../db/executor.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { validationError } from '../../lib/errors.ts';
 import { type DnsRecord, RETURN_PATH_LABEL } from './dns-records.ts';
-import { normalizeDomain } from './domain-names.ts';
+import { candidateDomains, normalizeDomain } from './domain-names.ts';
+import { findDomainsOfAnyTenant } from './domains.repo.ts';
 
 /** The host name of POSTYARD_PUBLIC_URL: what a tracking host name's CNAME points at. */
 export function publicHostOf(publicUrl: string): string {
@@ -64,4 +67,46 @@ export function withTrackingHost(records: DnsRecord[], host: string | null, publ
 /** The verified tracking host name among a domain's records, else null. */
 export function verifiedTrackingHost(records: DnsRecord[]): string | null {
   return records.find((r) => r.purpose === 'tracking' && r.status === 'verified')?.name ?? null;
+}
+
+/** How long a node trusts what it found about a host name: other nodes' changes apply within it. */
+const OWNERS_TTL_MS = 10_000;
+const OWNERS_MAX_HOSTS = 10_000;
+const HOST_NAME = /^[a-z0-9.-]{1,253}$/;
+
+/**
+ * Whose tracking links a host name may answer (issue 31: a tenant's token redirected from every
+ * other tenant's verified `click.<domain>`): the tenants whose sending domain has it as its
+ * verified tracking host name, the domain itself verified too (in development mode, where mail
+ * may come from unverified domains, any). The sending domain is the name itself or a parent of
+ * it, so the lookup is by the domain index. Answers, "nobody" included, are kept OWNERS_TTL_MS.
+ */
+export class TrackingHostOwners {
+  private readonly cache = new BoundedCache<string, { owners: ReadonlySet<string>; expiresAt: number }>(
+    OWNERS_MAX_HOSTS,
+  );
+
+  constructor(
+    private readonly db: Executor,
+    private readonly devMode: boolean,
+  ) {}
+
+  /** The tenants owning `host` (lower case, no trailing dot) as a tracking host name; empty when none. */
+  async of(host: string): Promise<ReadonlySet<string>> {
+    if (!HOST_NAME.test(host)) return new Set();
+    const now = Date.now();
+    const hit = this.cache.get(host);
+    if (hit && hit.expiresAt > now) return hit.owners;
+    const rows = await findDomainsOfAnyTenant(this.db, candidateDomains(host), !this.devMode);
+    const owners = new Set(
+      rows.filter((r) => verifiedTrackingHost(JSON.parse(r.records) as DnsRecord[]) === host).map((r) => r.tenant_id),
+    );
+    this.cache.set(host, { owners, expiresAt: now + OWNERS_TTL_MS });
+    return owners;
+  }
+
+  /** Drops this node's answers (a domain or its tracking host changed here). */
+  forget(): void {
+    this.cache.clear();
+  }
 }

@@ -3,8 +3,9 @@
  * `GET /c/<token>` (click: 302 to the link's URL, carried by the token or named by it: token.ts),
  * `GET /u/<token>` (a page with a confirm button; changes nothing, since link scanners follow
  * GETs) and `POST /u/<token>` (RFC 8058 one-click from the mailbox provider, or the page's
- * button). A bad token, a token whose message no longer exists and a version 2 click token naming
- * no link row get the same 404, so the routes say nothing about messages.
+ * button). A bad token, a token whose message no longer exists, a version 2 click token naming
+ * no link row and a token on a host that does not honour it (another tenant's tracking host
+ * name, or a name that is nobody's) get the same 404, so the routes say nothing about messages.
  * And the tenant's defaults: `GET`/`PATCH /v1/tracking-settings` (scope manage:sending-domains).
  */
 import { mailMetrics } from '../../metrics/mail-metrics.ts';
@@ -15,10 +16,11 @@ import type { Container } from '../../container.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { addressBudgetKey } from '../../lib/client-address.ts';
+import { publicHostOf } from '../domains/tracking-host.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { getTrackingSettings, patchTrackingSettings } from './settings.ts';
 import { deriveTokenKey, type TokenKind, type TrackingToken, verifyToken } from './token.ts';
-import { type ClientInfo, TrackingService } from './tracking.service.ts';
+import { type ClientInfo, type HonouredTenants, messageTenant, TrackingService } from './tracking.service.ts';
 import { unsubscribeDonePage, unsubscribePage } from './unsubscribe-page.ts';
 import { redirectTarget } from './redirect-target.ts';
 
@@ -53,8 +55,8 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
   const counted = mailMetrics(c.metrics).trackingEvents;
   const bucket = { rps: c.config.trackingRateLimitRps, burst: c.config.trackingRateLimitBurst };
   /**
-   * Every tracking request draws from its client address's bucket (an IPv6 client's /64) first, before the token is
-   * looked at, so a 429 says nothing about tokens or messages. Over the budget: 429 with the
+   * Every tracking request draws from its client address's bucket (an IPv6 client by its /64)
+   * first, before the token is looked at, so a 429 says nothing about tokens or messages. Over the budget: 429 with the
    * bucket's Retry-After, nothing recorded (docs/tracking.md "Rate limits"). Returns whether the
    * request was refused (the reply is then sent).
    */
@@ -70,6 +72,17 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
     return true;
   };
   const token = (raw: string, kind: TokenKind): TrackingToken | null => verifyToken(key, raw, kind);
+  const publicHost = publicHostOf(c.config.publicUrl);
+  /**
+   * Whose tokens the request's host name honours (docs/tracking.md "Tracking base"): every
+   * tenant's on the public URL's host, only its owners' on a tenant's tracking host name, nobody's
+   * elsewhere. A token on a host that does not honour it gets the 404 of an unknown token.
+   * Asked only once a token verified, so junk costs no lookup.
+   */
+  const honoured = (req: FastifyRequest): Promise<HonouredTenants> | null => {
+    const host = req.hostname.toLowerCase().replace(/\.$/, '');
+    return host === publicHost ? null : c.domains.trackingHosts.of(host);
+  };
 
   app.get(
     '/v1/tracking-settings',
@@ -117,8 +130,9 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
     pub.get('/o/:token', common, async (req, reply) => {
       if (await overBudget(req, reply)) return reply;
       const t = token(req.params.token, 'open');
-      if (!t) return notFound(reply);
-      if (!(await tracking.record('open', t.messageId, client(req)))) return notFound(reply);
+      const tenants = t && (await honoured(req));
+      if (!t || tenants?.size === 0) return notFound(reply);
+      if (!(await tracking.record('open', t.messageId, client(req), undefined, tenants))) return notFound(reply);
       counted.inc({ kind: 'open' });
       return reply.header('Cache-Control', 'no-store, max-age=0').type('image/gif').send(PIXEL);
     });
@@ -129,8 +143,9 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
       // Version 2 names a row of the transmission's link table, version 1 carries its URL.
       const target =
         t?.ref !== undefined ? { link: t.link ?? 0, ref: t.ref } : t?.url ? { link: t.link ?? 0, url: t.url } : null;
-      if (!t || !target) return notFound(reply);
-      const url = (await tracking.record('click', t.messageId, client(req), target))?.url;
+      const tenants = t && target && (await honoured(req));
+      if (!t || !target || tenants?.size === 0) return notFound(reply);
+      const url = (await tracking.record('click', t.messageId, client(req), target, tenants))?.url;
       if (!url) return notFound(reply);
       counted.inc({ kind: 'click' });
       return reply
@@ -143,21 +158,26 @@ export async function registerTrackingRoutes(app: TypedApp, c: Container): Promi
 
     pub.get('/u/:token', common, async (req, reply) => {
       if (await overBudget(req, reply)) return reply;
-      if (!token(req.params.token, 'unsubscribe')) return notFound(reply);
+      const t = token(req.params.token, 'unsubscribe');
+      const tenants = t && (await honoured(req));
+      if (!t || tenants?.size === 0) return notFound(reply);
+      // The page records nothing, so its message is looked up only on a tracking host name.
+      if (tenants && !tenants.has((await messageTenant(c.database.db, t.messageId)) ?? '')) return notFound(reply);
       return page(reply, unsubscribePage());
     });
 
     pub.post('/u/:token', common, async (req, reply) => {
       if (await overBudget(req, reply)) return reply;
       const t = token(req.params.token, 'unsubscribe');
-      if (!t) return notFound(reply);
+      const tenants = t && (await honoured(req));
+      if (!t || tenants?.size === 0) return notFound(reply);
       const body = typeof req.body === 'string' ? req.body : '';
       // RFC 8058: the provider POSTs exactly `List-Unsubscribe=One-Click`; our page posts `confirm=1`.
       const oneClick =
         /(^|&|\r?\n)List-Unsubscribe=One-Click(&|\r?\n|$)/.test(body) ||
         /name="List-Unsubscribe"\s+One-Click/.test(body);
-      if (!(await tracking.unsubscribe(t.messageId, oneClick ? 'one_click' : 'page', client(req))))
-        return notFound(reply);
+      const method = oneClick ? 'one_click' : 'page';
+      if (!(await tracking.unsubscribe(t.messageId, method, client(req), tenants))) return notFound(reply);
       counted.inc({ kind: 'unsubscribe' });
       if (oneClick) return reply.code(200).header('Cache-Control', 'no-store').send();
       return page(reply, unsubscribeDonePage());

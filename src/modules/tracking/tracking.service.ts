@@ -109,11 +109,26 @@ export type ClickTarget = { link: number; url: string } | { link: number; ref: n
 /** What a record found: null when its message (or, for a version 2 click, its link) does not exist. */
 export type Recorded = { url: string | null } | null;
 
+/**
+ * The tenants whose tokens a request's host name honours (tracking.routes.ts): null = any (the
+ * public URL's host), else the owners of the tracking host name it came to (often none).
+ */
+export type HonouredTenants = ReadonlySet<string> | null;
+
+const honours = (tenants: HonouredTenants, tenantId: string) => tenants === null || tenants.has(tenantId);
+
+/** The tenant of a message, or undefined when it does not exist. */
+export async function messageTenant(db: Executor, messageId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('messages').select('tenant_id').where('id', '=', messageId).executeTakeFirst();
+  return row?.tenant_id;
+}
+
 interface PendingRecord {
   kind: 'open' | 'click';
   messageId: string;
   client: ClientInfo;
   click?: ClickTarget | undefined;
+  tenants: HonouredTenants;
   resolve(r: Recorded): void;
   reject(err: unknown): void;
 }
@@ -178,14 +193,20 @@ export class TrackingService {
 
   /**
    * Records an open (`click` undefined) or a click; resolves after the event is durably stored,
-   * with the click's URL. Null when the message does not exist (deleted, or never did), or a
-   * version 2 click's link row does not: the caller answers exactly as for a bad token. The
-   * records of one event-loop turn are written together: one transaction, one multi-row insert
-   * of their events.
+   * with the click's URL. Null when the message does not exist (deleted, or never did), belongs
+   * to a tenant the request's host does not honour (`tenants`), or a version 2 click's link row
+   * does not exist: the caller answers exactly as for a bad token. The records of one event-loop
+   * turn are written together: one transaction, one multi-row insert of their events.
    */
-  record(kind: 'open' | 'click', messageId: string, client: ClientInfo, click?: ClickTarget) {
+  record(
+    kind: 'open' | 'click',
+    messageId: string,
+    client: ClientInfo,
+    click?: ClickTarget,
+    tenants: HonouredTenants = null,
+  ) {
     return new Promise<Recorded>((resolve, reject) => {
-      this.pending.push({ kind, messageId, client, click, resolve, reject });
+      this.pending.push({ kind, messageId, client, click, tenants, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => void this.flush());
@@ -225,7 +246,8 @@ export class TrackingService {
     const out: Recorded[] = [];
     const events: NewEvent[] = [];
     for (const p of batch) {
-      const f = await this.factsOf(trx, p.messageId, now);
+      const found = await this.factsOf(trx, p.messageId, now);
+      const f = found && honours(p.tenants, found.m.tenant_id) ? found : undefined;
       const url = f && p.click ? await this.clickUrl(trx, f.m, p.click) : null;
       if (!f || url === undefined) {
         out.push(null);
@@ -249,12 +271,18 @@ export class TrackingService {
   /**
    * Suppresses the message's recipient for marketing mail (`reason_category` and `source`
    * `unsubscribe`, scope `marketing`) and emits `message.unsubscribed` once per message (Gmail
-   * may POST more than once). False when the message does not exist.
+   * may POST more than once). False when the message does not exist, or belongs to a tenant the
+   * request's host does not honour.
    */
-  unsubscribe(messageId: string, method: 'one_click' | 'page' | 'mailto', client: ClientInfo) {
+  unsubscribe(
+    messageId: string,
+    method: 'one_click' | 'page' | 'mailto',
+    client: ClientInfo,
+    tenants: HonouredTenants = null,
+  ) {
     return this.groupCommit.run(async (trx) => {
       const m = await messageFacts(trx, messageId);
-      if (!m) return false;
+      if (!m || !honours(tenants, m.tenant_id)) return false;
       const s = await this.suppressions.addAutomatic(trx, m.tenant_id, {
         identifier: m.recipient,
         reason_category: 'unsubscribe',
