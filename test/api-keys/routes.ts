@@ -3,8 +3,9 @@ import { createVia, type MakeId, type RouteSpec } from '../helpers/route-spec.ts
 
 const KEYS = ['manage:api-keys'];
 
+/** A key with the route's scope only: a key holding just that scope may revoke it (issue 31, item 9). */
 export const apiKeyId: MakeId = (ctx, t) =>
-  createVia(ctx, t, '/v1/api-keys', { name: 'target', scopes: ['read:events'] });
+  createVia(ctx, t, '/v1/api-keys', { name: 'target', scopes: ['manage:api-keys'] });
 
 export const API_KEY_ROUTES: RouteSpec[] = [
   { method: 'POST', path: '/v1/api-keys', scopes: KEYS, sampleBody: { name: 'k', scopes: ['manage:api-keys'] } },

@@ -97,6 +97,29 @@ describe('POST /v1/api-keys', () => {
     expect(same.statusCode).toBe(201);
   });
 
+  it('a key can only revoke keys whose scopes it holds: 403 insufficient_scope naming the missing scope', async () => {
+    const keysOnly = (
+      await createKey(tenant.apiKey, { name: 'keys only', scopes: ['manage:api-keys'] })
+    ).json() as Created;
+    const sender = (
+      await createKey(tenant.apiKey, { name: 'sender', scopes: ['send:transmissions', 'manage:api-keys'] })
+    ).json() as Created;
+    const revoke = (id: string, key: string) => call(ctx.app, 'DELETE', `/v1/api-keys/${id}`, { key });
+    const denied = await revoke(sender.id, keysOnly.key as string);
+    const body = expectError(denied, 403, 'insufficient_scope');
+    expect(body.errors[0]?.message).toContain('send:transmissions');
+    expect(body.errors[0]?.message).not.toContain('manage:api-keys');
+    // Still there and still working.
+    expect((await call(ctx.app, 'GET', '/v1/api-keys', { key: sender.key as string })).statusCode).toBe(200);
+    // An unknown id is 404 as before, whatever the caller holds.
+    expectError(await revoke('01900000-0000-7000-8000-000000000000', keysOnly.key as string), 404, 'not_found');
+    // Keys within the caller's scopes (itself included) are revoked; a full key revokes any.
+    const peer = (await createKey(tenant.apiKey, { name: 'peer', scopes: ['manage:api-keys'] })).json() as Created;
+    expect((await revoke(peer.id, keysOnly.key as string)).statusCode).toBe(204);
+    expect((await revoke(sender.id, tenant.apiKey)).statusCode).toBe(204);
+    expect((await revoke(keysOnly.id, keysOnly.key as string)).statusCode).toBe(204);
+  });
+
   it('an unknown scope is 422 validation_failed naming scopes[i]', async () => {
     const res = await createKey(tenant.apiKey, { name: 'x', scopes: ['read:events', 'read:everything', 'admin'] });
     const body = expectError(res, 422, 'validation_failed');

@@ -83,7 +83,7 @@ export function registerKeyCommands(keys: Command) {
     .option('--json', 'print JSON')
     .action(async (opts: { tenant: string; id: string; json?: boolean }) => {
       await withContainer(async (c) => {
-        await c.apiKeys.delete(opts.tenant, opts.id);
+        await c.apiKeys.delete(opts.tenant, opts.id, 'all');
         print(!!opts.json, { id: opts.id, revoked: true }, `revoked: ${opts.id}`);
       });
     });

@@ -15,6 +15,17 @@ export async function findActiveKeyByHash(db: Executor, keyHash: string): Promis
     .executeTakeFirst();
 }
 
+/** A tenant's key that is not deleted. */
+export async function findActiveKey(db: Executor, tenantId: string, id: string): Promise<ApiKeysTable | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
 export async function listApiKeys(
   db: Executor,
   tenantId: string,

@@ -88,7 +88,8 @@ export function registerApiKeyRoutes(app: TypedApp, c: Container) {
       },
     },
     async (req, reply) => {
-      await c.apiKeys.delete(authOf(req).tenantId, req.params.id);
+      const auth = authOf(req);
+      await c.apiKeys.delete(auth.tenantId, req.params.id, auth.scopes);
       return noContent(reply);
     },
   );

@@ -4,9 +4,16 @@ import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { randomBase62, safeEqual, sha256Hex } from '../../lib/crypto.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
-import { deleteApiKey, findActiveKeyByHash, insertApiKey, listApiKeys, touchApiKeys } from './api-keys.repo.ts';
+import {
+  deleteApiKey,
+  findActiveKey,
+  findActiveKeyByHash,
+  insertApiKey,
+  listApiKeys,
+  touchApiKeys,
+} from './api-keys.repo.ts';
 import { isScope, type Scope } from './scopes.ts';
 
 export const API_KEY_PREFIX = 'pyk_';
@@ -121,7 +128,24 @@ export class ApiKeysService {
     return toPage(rows, limit, this.cursors, toView);
   }
 
-  async delete(tenantId: string, id: string): Promise<void> {
+  /**
+   * Revokes a key. As for creating one (issue 31, item 9), a caller may revoke only a key whose
+   * scopes it holds: a key with only `manage:api-keys` cannot switch off a key that sends mail.
+   * Unknown (or another tenant's) ids are 404 before the scopes are compared. A key's scopes
+   * never change, so reading them before the delete leaves no gap to exploit.
+   */
+  async delete(tenantId: string, id: string, callerScopes: ReadonlySet<string> | 'all'): Promise<void> {
+    if (callerScopes !== 'all') {
+      const target = isUuid(id) ? await findActiveKey(this.db, tenantId, id) : undefined;
+      if (!target) throw notFound('API key');
+      const missing = (JSON.parse(target.scopes) as string[]).filter((s) => !callerScopes.has(s));
+      if (missing.length) {
+        throw new AppError(
+          'insufficient_scope',
+          `A key can only revoke keys whose scopes it holds; missing: ${missing.join(', ')}`,
+        );
+      }
+    }
     const ok = await deleteApiKey(this.db, tenantId, id, nowIso());
     if (!ok) throw notFound('API key');
     // Drop this node's cache at once; other nodes follow within cacheSeconds.

@@ -89,7 +89,7 @@ export function registerDashboardApiRoutes(app: TypedApp, c: Container) {
     async (req, reply) => reply.code(201).send(await c.apiKeys.create(tenant(req), req.body, 'all')),
   );
   app.delete(`${P}/api-keys/:id`, { config, schema: { hide: true, params: IdParams } }, async (req, reply) => {
-    await c.apiKeys.delete(tenant(req), req.params.id);
+    await c.apiKeys.delete(tenant(req), req.params.id, 'all');
     return noContent(reply);
   });
 
