@@ -47,7 +47,47 @@ const DELAY_TEXT =
   /delivery (?:is )?delayed|has been delayed|delivery incomplete|not yet been delivered|will (?:retry|keep trying|continue trying)|still trying|temporar(?:y|ily) (?:failure|unavailable|problem)|warning: message/i;
 const REASON_LINE =
   /user unknown|unknown user|no such (?:user|mailbox|recipient)|does not exist|doesn't exist|mailbox (?:unavailable|full|not found|is full)|over ?quota|address (?:rejected|not found)|recipient (?:rejected|not found|unknown)|rejected|blocked|denied|not found/i;
-const ADDRESS = /<?([a-z0-9._%+'-]+@[a-z0-9.-]+\.[a-z]{2,})>?/i;
+
+const isLetter = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a);
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+/** `[a-z0-9.-]`, case-insensitive. */
+const isDomainChar = (c: number) => isLetter(c) || isDigit(c) || c === 0x2e || c === 0x2d;
+/** `[a-z0-9._%+'-]`, case-insensitive. */
+const isLocalChar = (c: number) => isDomainChar(c) || c === 0x5f || c === 0x25 || c === 0x2b || c === 0x27;
+/** RFC 5321 4.5.3.1: 64 octets of local part, 255 of domain (253 without the root dot). */
+const MAX_LOCAL = 64;
+const MAX_DOMAIN = 253;
+
+/**
+ * The first address in a line: a local part of `[a-z0-9._%+'-]`, `@`, a domain of `[a-z0-9.-]`
+ * ending in a dot and two or more letters (what `/([a-z0-9._%+'-]+@[a-z0-9.-]+\.[a-z]{2,})/i`
+ * finds). That regular expression backtracked over every run of address characters without an
+ * `@` (issue 31 item 2: 64 KB of "a" cost 8 s); here each `@` is looked at once, with the runs of
+ * address characters on either side (neither holds an `@`), so a line costs its length. Parts
+ * longer than RFC 5321 allows are no address.
+ */
+export function firstAddress(line: string): string | null {
+  for (let at = line.indexOf('@'); at >= 0; at = line.indexOf('@', at + 1)) {
+    let start = at;
+    while (start > 0 && at - start <= MAX_LOCAL && isLocalChar(line.charCodeAt(start - 1))) start--;
+    if (start === at || at - start > MAX_LOCAL) continue;
+    let end = at + 1;
+    while (end < line.length && end - at <= MAX_DOMAIN + 1 && isDomainChar(line.charCodeAt(end))) end++;
+    // The domain ends with the letters after the last dot that has two letters after it.
+    let dot = end - 3;
+    while (
+      dot > at + 1 &&
+      !(line.charCodeAt(dot) === 0x2e && isLetter(line.charCodeAt(dot + 1)) && isLetter(line.charCodeAt(dot + 2)))
+    )
+      dot--;
+    if (dot <= at + 1) continue;
+    let stop = dot + 1;
+    while (stop < end && isLetter(line.charCodeAt(stop))) stop++;
+    if (stop - at - 1 > MAX_DOMAIN) continue;
+    return line.slice(start, stop);
+  }
+  return null;
+}
 
 /** Lines of a notice, without the quoted original message (after the usual separators). */
 function noticeLines(text: string): string[] {
@@ -79,8 +119,7 @@ export function plainBounce(text: string): RecipientStatus {
   const figures = smtpFigures(line);
   const delayed = !permanent && DELAY_TEXT.test(lines.join('\n'));
   const recipient =
-    lines.map((l) => ADDRESS.exec(l)?.[1]).find((a): a is string => !!a && !/mailer-daemon|postmaster/i.test(a)) ??
-    null;
+    lines.map(firstAddress).find((a): a is string => !!a && !/mailer-daemon|postmaster/i.test(a)) ?? null;
   return {
     recipient,
     action: delayed ? 'delayed' : 'failed',

@@ -1,28 +1,32 @@
-import { convert as htmlToText } from 'html-to-text';
-import libmime from 'libmime';
-import libqp from 'libqp';
-import mailsplit from 'mailsplit';
-import { MAX_HTML_DEPTH } from '../../lib/html-depth.ts';
+import { htmlNoticeText } from './html-text.ts';
+import { decodeBody, decodeSubject, headerFields, structuredValue, transferEncoding } from './mime-decode.ts';
 
 /**
- * The parts of an inbound message that report reading needs, and nothing else (issue 17,
- * performance). mailparser's simpleParser builds the whole message: every header structured,
- * every part decoded, checksummed and charset-converted, text turned into HTML and back; for a
- * DSN that was most of the CPU per report (docs/benchmarks.md "Inbound DSNs"). Here mailsplit
- * (the MIME splitter mailparser itself is built on) walks the tree, and only these bodies are
- * kept and decoded: the report parts (delivery-status, feedback-report, the returned message or
- * its headers) and the readable text (text/plain, or text/html converted when there is no
- * plain text), each up to `SCAN_BYTES`. Attachments and anything else are skipped unread.
+ * The parts of an inbound message that report reading needs, and nothing else. Kept and
+ * decoded: the report parts (delivery-status, feedback-report, the returned message or its
+ * headers) and the readable text (text/plain, or text/html as text when there is no plain text),
+ * each up to `SCAN_BYTES`. Attachments and anything else are skipped unread (issue 17,
+ * performance: mailparser decoded everything).
  *
- * Embedded messages (message/rfc822) are kept as their raw text, not descended into
- * (`ignoreEmbedded`): reports are read for tokens and Message-IDs in them, which the raw text
- * holds whether the part is inline or an attachment.
+ * The walk is one pass over the lines of the message, linear in its size whatever it holds
+ * (issue 31 item 2: inbound mail comes from anyone, unauthenticated). mailsplit, used before,
+ * ran regular expressions that grew with the square of a header's length and could not be
+ * given a bound; here a boundary line is found with one map lookup whatever the nesting, a
+ * part's header block is read up to `MAX_HEADER_BYTES` (the rest of the block is skipped), and
+ * at most `MAX_PARTS` parts are walked. Embedded messages (message/rfc822) are kept as their raw
+ * text, not descended into: reports are read for tokens and Message-IDs in them, which the raw
+ * text holds whether the part is inline or an attachment.
  */
 
 /** Bytes kept per part and for the text (base64 grows 4/3: enough for SCAN_CHARS of text). */
 export const SCAN_BYTES = 384 * 1024;
-/** Most MIME parts a report may have before it is treated as unreadable. */
-const MAX_PARTS = 200;
+/** Most MIME parts (the message itself included) a report may have before it is refused as unreadable. */
+export const MAX_PARTS = 200;
+/** Bytes of one part's header block that are read; lines past them are skipped. */
+export const MAX_HEADER_BYTES = 64 * 1024;
+/** Longest boundary honoured (RFC 2046 5.1.1 allows 70); a multipart with a longer one is not read. */
+const MAX_BOUNDARY = 256;
+const NEXT_DASH_LINE = Buffer.from('\n--', 'latin1');
 
 const REPORT_PARTS = new Set([
   'message/delivery-status',
@@ -56,140 +60,191 @@ export interface WalkedMessage {
   parts: WalkedPart[];
 }
 
-interface Collecting {
+/** A part being walked: its header lines until the blank line, then where its body lies. */
+interface Part {
+  headerLines: string[];
+  headerBytes: number;
+  /** Set when the header block has been read. */
+  kept: Kept | null;
+  bodyStart: number;
+}
+
+/** A body that will be decoded. */
+interface Kept {
   type: string;
+  role: 'report' | 'plain' | 'html';
   encoding: string;
   charset: string;
-  role: 'report' | 'plain' | 'html';
-  chunks: Buffer[];
-  bytes: number;
+  start: number;
+  end: number;
 }
 
-/** A body decoded from its transfer encoding and charset; never throws on bad input. */
-function decodeBody(c: Collecting): string {
-  const raw = Buffer.concat(c.chunks);
-  let bytes: Buffer;
-  if (c.encoding === 'base64') bytes = Buffer.from(raw.toString('latin1'), 'base64');
-  else if (c.encoding === 'quoted-printable') bytes = libqp.decode(raw.toString('latin1'));
-  else bytes = raw;
-  const charset = c.charset.toLowerCase();
-  if (!charset || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii') return bytes.toString('utf8');
-  try {
-    return new TextDecoder(charset).decode(bytes);
-  } catch {
-    // An unknown charset label: Latin-1 keeps every ASCII code and word readable.
-    return bytes.toString('latin1');
+/** An open multipart: its boundary and the open multipart with the same boundary it hides, if any. */
+interface Container {
+  boundary: string;
+  hides: number | undefined;
+}
+
+/** What a part's header block says: its headers, and what to do with its body. */
+function readHeader(lines: string[], root: boolean) {
+  const headers = new Map<string, string>();
+  for (const f of headerFields(lines)) if (!headers.has(f.name)) headers.set(f.name, f.value);
+  const ct = structuredValue(headers.get('content-type') ?? '');
+  const disposition = structuredValue(headers.get('content-disposition') ?? '');
+  const attachment = disposition.value === 'attachment';
+  // No Content-Type is text/plain, unless it names a file (then it is an attachment to skip).
+  const type = ct.value || (disposition.params.filename || attachment ? 'application/octet-stream' : 'text/plain');
+  const boundary = type.startsWith('multipart/') ? ct.params.boundary : undefined;
+  const role = REPORT_PARTS.has(type)
+    ? 'report'
+    : type === 'text/plain' && !attachment
+      ? 'plain'
+      : type === 'text/html' && !attachment
+        ? 'html'
+        : null;
+  return {
+    headers: root ? headers : null,
+    contentType: ct.value,
+    reportType: ct.params['report-type']?.toLowerCase().trim() ?? null,
+    type,
+    boundary: boundary && boundary.length <= MAX_BOUNDARY ? boundary : undefined,
+    role,
+    encoding: transferEncoding(headers.get('content-transfer-encoding') ?? ''),
+    charset: ct.params.charset ?? '',
+  } as const;
+}
+
+/**
+ * The boundary a line is, if any: `--<boundary>` (a next part) or `--<boundary>--` (the end),
+ * optionally followed by blanks (RFC 2046 5.1.1 transport padding), looked up among the open ones.
+ */
+function boundaryOf(
+  raw: Buffer,
+  start: number,
+  end: number,
+  open: Map<string, number>,
+): { index: number; last: boolean } | null {
+  if (raw[start] !== 0x2d || raw[start + 1] !== 0x2d) return null;
+  let stop = end;
+  while (
+    stop > start + 2 &&
+    (raw[stop - 1] === 0x0a || raw[stop - 1] === 0x0d || raw[stop - 1] === 0x20 || raw[stop - 1] === 0x09)
+  )
+    stop--;
+  if (stop - start - 2 > MAX_BOUNDARY + 2) return null;
+  const line = raw.toString('latin1', start + 2, stop);
+  const next = open.get(line);
+  if (next !== undefined) return { index: next, last: false };
+  if (!line.endsWith('--')) return null;
+  const last = open.get(line.slice(0, -2));
+  return last === undefined ? null : { index: last, last: true };
+}
+
+/** The body of a part that ends where a boundary line starts: without the line break before it. */
+function bodyEnd(raw: Buffer, bodyStart: number, boundaryLine: number): number {
+  let end = boundaryLine;
+  if (end > bodyStart && raw[end - 1] === 0x0a) end--;
+  if (end > bodyStart && raw[end - 1] === 0x0d) end--;
+  return end;
+}
+
+export async function walkMessage(raw: Buffer): Promise<WalkedMessage> {
+  const kept: Kept[] = [];
+  const containers: Container[] = [];
+  /** Open boundaries -> index in `containers` (the innermost one when a boundary repeats). */
+  const open = new Map<string, number>();
+  let top: ReturnType<typeof readHeader> | null = null;
+  let parts = 1;
+  let part: Part | null = { headerLines: [], headerBytes: 0, kept: null, bodyStart: -1 };
+
+  const endHeader = (p: Part, bodyStart: number) => {
+    const h = readHeader(p.headerLines, top === null);
+    top ??= h;
+    p.headerLines = [];
+    if (h.boundary !== undefined) {
+      containers.push({ boundary: h.boundary, hides: open.get(h.boundary) });
+      open.set(h.boundary, containers.length - 1);
+      return null; // the preamble that follows is not read
+    }
+    p.bodyStart = bodyStart;
+    if (h.role)
+      p.kept = { type: h.type, role: h.role, encoding: h.encoding, charset: h.charset, start: bodyStart, end: -1 };
+    return p;
+  };
+  const closeTo = (index: number) => {
+    while (containers.length > index) {
+      const c = containers.pop() as Container;
+      if (c.hides === undefined) open.delete(c.boundary);
+      else open.set(c.boundary, c.hides);
+    }
+  };
+  const endPart = (p: Part, end: number) => {
+    if (p.bodyStart < 0) {
+      // A part without a blank line after its header: its header still counts, its body is empty.
+      endHeader(p, end);
+    }
+    if (p.kept) {
+      p.kept.end = end;
+      kept.push(p.kept);
+    }
+  };
+
+  let pos = 0;
+  while (pos < raw.length) {
+    if (!part || part.bodyStart >= 0) {
+      // In a body only a boundary line matters: go straight to the next line starting with "--".
+      if (open.size === 0) break;
+      if (raw[pos] !== 0x2d || raw[pos + 1] !== 0x2d) {
+        const dashes = raw.indexOf(NEXT_DASH_LINE, pos);
+        if (dashes < 0) break;
+        pos = dashes + 1;
+      }
+    }
+    const lf = raw.indexOf(0x0a, pos);
+    const next = lf < 0 ? raw.length : lf + 1;
+    const hit = open.size > 0 ? boundaryOf(raw, pos, next, open) : null;
+    if (hit) {
+      if (part) endPart(part, part.bodyStart >= 0 ? bodyEnd(raw, part.bodyStart, pos) : pos);
+      if (hit.last) {
+        closeTo(hit.index);
+        part = null; // the epilogue that follows is not read
+      } else {
+        closeTo(hit.index + 1);
+        if (++parts > MAX_PARTS) throw new Error(`more than ${MAX_PARTS} MIME parts`);
+        part = { headerLines: [], headerBytes: 0, kept: null, bodyStart: -1 };
+      }
+    } else if (part && part.bodyStart < 0) {
+      const blank = next - pos === 1 || (next - pos === 2 && raw[pos] === 0x0d);
+      if (blank && lf >= 0) {
+        part = endHeader(part, next);
+      } else if (part.headerBytes < MAX_HEADER_BYTES) {
+        const take = Math.min(next, pos + MAX_HEADER_BYTES - part.headerBytes);
+        part.headerLines.push(raw.toString('latin1', pos, take));
+        part.headerBytes += take - pos;
+      }
+    }
+    pos = next;
   }
-}
+  if (part) endPart(part, raw.length);
 
-function headerMap(node: MimeNode): Map<string, string> {
-  const map = new Map<string, string>();
-  for (const { key, line } of node.headers.getList()) {
-    if (map.has(key)) continue;
-    const colon = line.indexOf(':');
-    // mailsplit gives header text as latin1 ('binary'); raw UTF-8 headers (RFC 6532) are read as UTF-8.
-    const value = Buffer.from(colon >= 0 ? line.slice(colon + 1) : '', 'latin1').toString('utf8');
-    map.set(key, value.replace(/\r?\n[ \t]+/g, ' ').trim());
+  const plain: string[] = [];
+  const html: string[] = [];
+  const reportParts: WalkedPart[] = [];
+  for (const k of kept) {
+    const text = decodeBody(raw.subarray(k.start, Math.min(k.end, k.start + SCAN_BYTES)), k.encoding, k.charset);
+    if (k.role === 'report') reportParts.push({ type: k.type, text });
+    else (k.role === 'plain' ? plain : html).push(text);
   }
-  return map;
+  let text = plain.join('\n');
+  if (!text && html.length) text = htmlNoticeText(html.join('\n').slice(0, SCAN_BYTES));
+  const head = top as ReturnType<typeof readHeader> | null;
+  const headers = head?.headers ?? new Map<string, string>();
+  return {
+    headers,
+    contentType: head?.contentType ?? '',
+    reportType: head?.reportType ?? null,
+    subject: decodeSubject(headers.get('subject') ?? ''),
+    text: text.slice(0, SCAN_BYTES),
+    parts: reportParts,
+  };
 }
-
-export function walkMessage(raw: Buffer): Promise<WalkedMessage> {
-  return new Promise((resolve, reject) => {
-    const splitter = new mailsplit.Splitter({ ignoreEmbedded: true, maxChildNodes: MAX_PARTS });
-    let root: MimeNode | null = null;
-    // Bodies by the node they belong to: a multipart's epilogue arrives after its last child.
-    const kept = new Map<MimeNode, Collecting>();
-    const done: Collecting[] = [];
-    splitter.on('data', (d: SplitterData) => {
-      if (d.type === 'node') {
-        if (!root) root = d;
-        const type = d.contentType || (d.multipart ? '' : 'text/plain');
-        const attachment = d.disposition === 'attachment';
-        const role = REPORT_PARTS.has(type)
-          ? 'report'
-          : type === 'text/plain' && !attachment
-            ? 'plain'
-            : type === 'text/html' && !attachment
-              ? 'html'
-              : null;
-        if (!role) return;
-        const c: Collecting = {
-          type,
-          role,
-          encoding: d.encoding || '',
-          charset: d.charset || '',
-          chunks: [],
-          bytes: 0,
-        };
-        kept.set(d, c);
-        done.push(c);
-      } else if (d.type === 'body') {
-        const current = kept.get(d.node);
-        if (!current || current.bytes >= SCAN_BYTES) return;
-        const value = d.value.subarray(0, SCAN_BYTES - current.bytes);
-        current.chunks.push(value);
-        current.bytes += value.length;
-      }
-    });
-    splitter.on('error', reject);
-    splitter.on('end', () => {
-      // Thrown here, an error would be an uncaught exception (the listener runs on 'end', not
-      // under the caller's await) and end the process: reject instead.
-      try {
-        resolve(finish());
-      } catch (err) {
-        reject(err);
-      }
-    });
-    const finish = (): WalkedMessage => {
-      const top = root as MimeNode | null;
-      const headers = top ? headerMap(top) : new Map<string, string>();
-      const ct = libmime.parseHeaderValue(headers.get('content-type') ?? '');
-      const plain: string[] = [];
-      const html: string[] = [];
-      const parts: WalkedPart[] = [];
-      for (const c of done) {
-        const text = decodeBody(c);
-        if (c.role === 'report') parts.push({ type: c.type, text });
-        else (c.role === 'plain' ? plain : html).push(text);
-      }
-      let text = plain.join('\n');
-      // maxDepth: html-to-text recurses per element, and anyone may send 20,000 nested <div>s
-      // (issue 31: the stack overflowed); text deeper than that is left out.
-      if (!text && html.length)
-        text = htmlToText(html.join('\n').slice(0, SCAN_BYTES), {
-          wordwrap: false,
-          limits: { maxDepth: MAX_HTML_DEPTH },
-        });
-      let subject = headers.get('subject') ?? '';
-      try {
-        subject = libmime.decodeWords(subject);
-      } catch {
-        // Keep the raw subject: the heuristics read it as it is.
-      }
-      return {
-        headers,
-        contentType: (ct.value ?? '').toLowerCase().trim(),
-        reportType: ct.params['report-type']?.toLowerCase().trim() ?? null,
-        subject,
-        text: text.slice(0, SCAN_BYTES),
-        parts,
-      };
-    };
-    splitter.end(raw);
-  });
-}
-
-/** What this file reads of mailsplit's MimeNode (the package has no type declarations). */
-interface MimeNode {
-  type: 'node';
-  contentType: string | false;
-  multipart: string | false;
-  disposition: string | false;
-  encoding: string | false;
-  charset: string | false;
-  headers: { getList(): { key: string; line: string }[] };
-}
-
-type SplitterData = MimeNode | { type: 'body'; node: MimeNode; value: Buffer } | { type: 'data'; value: Buffer };

@@ -240,7 +240,11 @@ export class ReportWriter {
     }
     await insertEvents(trx, events);
     const byTenant = new Map<string, Suppress[]>();
-    for (const s of suppress) byTenant.set(s.tenant, [...(byTenant.get(s.tenant) ?? []), s]);
+    for (const s of suppress) {
+      const list = byTenant.get(s.tenant);
+      if (list) list.push(s);
+      else byTenant.set(s.tenant, [s]);
+    }
     for (const [tenant, list] of byTenant) await this.suppressions.addAutomaticMany(trx, tenant, list);
     if (this.onFeedback && feedback.length > 0) await this.onFeedback(trx, feedback);
     return results;

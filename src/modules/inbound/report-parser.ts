@@ -5,7 +5,8 @@ import { type WalkedMessage, walkMessage } from './mime-walk.ts';
 /**
  * What an inbound message is: a DSN (RFC 3464, or a plain-text bounce read heuristically), an
  * ARF complaint (RFC 5965), an auto-reply, or something else. Pure: no database, no I/O; the
- * MIME is walked by mime-walk.ts (mailsplit), decoding only the parts read here.
+ * MIME is walked by mime-walk.ts, decoding only the parts read here; every step is linear in its
+ * input (issue 31 item 2: anyone may send mail to the listener).
  */
 export interface RecipientStatus {
   /** Final-Recipient (else Original-Recipient); null when a plain-text bounce names none. */
