@@ -19,19 +19,31 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx?.close());
 
-/** Sends `n` one-recipient transmissions; returns their messages in sending order. */
-async function sendMany(n: number, text = 'plain'): Promise<MessagesTable[]> {
+/**
+ * Sends `n` transmissions of `recipients` recipients each; returns the first message of each, in
+ * sending order.
+ */
+async function sendMany(n: number, text = 'plain', recipients = 2): Promise<MessagesTable[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     const res = await call(ctx.app, 'POST', '/v1/transmissions', {
       key: tenant.apiKey,
-      body: { recipients: [{ email: `r${i}@example.com` }], content: { subject: `s${i}`, text } },
+      body: {
+        recipients: Array.from({ length: recipients }, (_, k) => ({ email: `r${i}-${k}@example.com` })),
+        content: { subject: `s${i}`, text },
+      },
     });
     expect(res.statusCode, res.body).toBe(202);
     ids.push(res.json().transmission_id as string);
   }
-  const rows = await ctx.c.database.db.selectFrom('messages').selectAll().where('transmission_id', 'in', ids).execute();
-  const byTx = new Map(rows.map((r) => [r.transmission_id, r]));
+  const rows = await ctx.c.database.db
+    .selectFrom('messages')
+    .selectAll()
+    .where('transmission_id', 'in', ids)
+    .orderBy('id')
+    .execute();
+  const byTx = new Map<string, MessagesTable>();
+  for (const r of rows) if (!byTx.has(r.transmission_id)) byTx.set(r.transmission_id, r);
   return ids.map((id) => byTx.get(id) as MessagesTable);
 }
 
@@ -62,5 +74,31 @@ describe('TransmissionCache', () => {
     expect(bytes).toBeGreaterThan(600_000);
     expect(entries).toBeGreaterThan(1);
     expect(entries).toBeLessThan(10);
+  });
+
+  // Issue 31 item 8: in the PostgreSQL soak (one recipient per transmission) the cache held 4,096
+  // transmissions (~10 MB) that nothing read again, promoted to V8's old generation and pushed
+  // out by the next ones: the server's heap grew.
+  it('keeps no one-recipient transmission, and still hands each claimed one to its message without a load of its own', async () => {
+    const messages = await sendMany(300, 'plain', 1);
+    let online = true;
+    const cache = new TransmissionCache(() => {
+      if (!online) throw new Error('of() loaded a transmission the prefetch had loaded');
+      return ctx.c.database.db;
+    }, null);
+    for (let i = 0; i < messages.length; i += 50) {
+      const claim = messages.slice(i, i + 50);
+      online = true;
+      await cache.prefetch(claim);
+      expect(cache.stats().handedOver).toBe(claim.length);
+      // Every message gets its transmission from the prefetch, without the database.
+      online = false;
+      for (const m of claim) expect((await cache.of(m))?.id).toBe(m.transmission_id);
+    }
+    online = true;
+    expect(cache.stats()).toMatchObject({ entries: 0, handedOver: 0 });
+    // Loaded on its own (a retry), a one-recipient transmission is not kept either.
+    expect((await cache.of(messages[0] as MessagesTable))?.id).toBe(messages[0]?.transmission_id);
+    expect(cache.stats()).toMatchObject({ entries: 0, handedOver: 0 });
   });
 });

@@ -125,7 +125,17 @@ export async function loadTransmissions(
     for (let i = 0; i < ids.length; i += LOAD_CHUNK) {
       const rows = await db
         .selectFrom('transmissions')
-        .select(['id', 'tenant_id', 'content', 'raw_message', 'options', 'mail_type', 'tags', 'created_at'])
+        .select([
+          'id',
+          'tenant_id',
+          'content',
+          'raw_message',
+          'options',
+          'mail_type',
+          'tags',
+          'created_at',
+          'total_accepted',
+        ])
         .where('tenant_id', '=', tenantId)
         .where('id', 'in', ids.slice(i, i + LOAD_CHUNK))
         .execute();
@@ -160,7 +170,17 @@ async function loadLinksOf(db: Executor, tenantId: string, transmissionIds: stri
 export async function loadTransmission(db: Executor, tenantId: string, id: string) {
   const row = await db
     .selectFrom('transmissions')
-    .select(['id', 'tenant_id', 'content', 'raw_message', 'options', 'mail_type', 'tags', 'created_at'])
+    .select([
+      'id',
+      'tenant_id',
+      'content',
+      'raw_message',
+      'options',
+      'mail_type',
+      'tags',
+      'created_at',
+      'total_accepted',
+    ])
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .executeTakeFirst();

@@ -39,6 +39,12 @@ export interface TransmissionForDelivery {
   options: TransmissionOptions;
   /** fromDomainOf(content), decided once per transmission (content/stored-content.ts). */
   fromDomain: string | null;
+  /**
+   * The transmission has one recipient: its message is composed on its own, never through a
+   * shared body (shared-body.ts), which would be composed for that one message and then kept by
+   * the render thread where nothing reads it again (issue 31 item 8).
+   */
+  single?: boolean;
 }
 
 /** The stored options, and the tracking plan the delivery worker adds (tracking/render-plan.ts). */
@@ -60,6 +66,7 @@ export interface TransmissionOptions {
 export function forDelivery(
   row: Pick<TransmissionsTable, 'id' | 'content' | 'raw_message' | 'options'> & {
     tracking_links?: readonly string[] | null;
+    total_accepted?: number;
   },
 ): TransmissionForDelivery {
   const content = parseStoredContent(row.content);
@@ -71,6 +78,7 @@ export function forDelivery(
     raw: row.raw_message ? Buffer.from(row.raw_message, 'base64') : null,
     options,
     fromDomain: fromDomainOf(content),
+    ...(row.total_accepted !== undefined && row.total_accepted <= 1 ? { single: true } : {}),
   };
 }
 
@@ -165,7 +173,7 @@ export async function renderMessage(
   // body as every such recipient: compose it once per transmission (shared-body.ts).
   // Opens, clicks and List-Unsubscribe carry the message's own tokens: the shared body then holds
   // placeholder tokens, each message's own written over them (tracking/render-plan.ts).
-  if (personal === null || isStatic(c)) {
+  if (!tx.single && (personal === null || isStatic(c))) {
     const tracked = perRecipient(plan) ? plan : null;
     const parts = await fromSharedBody(
       // The tracking base is in the composed body: a tracking host name verified or removed while

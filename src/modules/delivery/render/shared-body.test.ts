@@ -172,4 +172,31 @@ describe('renderMessage with a shared body', () => {
       expect(await verifier.verify(r.raw)).toBe('pass');
     }
   });
+
+  // Issue 31 item 8: a body composed for a transmission's only message was kept where nothing
+  // read it again (4,096 of them, ~14 MB of a render thread's heap, in the PostgreSQL soak).
+  it('composes the message of a one-recipient transmission on its own and keeps no shared body for it', async () => {
+    clearSharedBodies();
+    const single = {
+      id: 'tx-single',
+      content,
+      raw: null,
+      options: {},
+      fromDomain: fromDomainOf(content),
+      single: true,
+    };
+    const id = '0193a1b2-0000-7000-8000-000000000003';
+    const r = await renderMessage(
+      { ...msg(id, 'cy@example.net'), transmission_id: 'tx-single' },
+      single,
+      key,
+      'v',
+      'b',
+    );
+    const text = r.raw.toString('latin1');
+    expect(text).toContain('\r\nTo: cy@example.net\r\n');
+    expect(text).toContain(`\r\nMessage-ID: <${id}@mail.example.com>\r\n`);
+    expect(await verifier.verify(r.raw)).toBe('pass');
+    expect(sharedBodyStats().entries).toBe(0);
+  });
 });
