@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { autovacuumOn, maintainTables } from '../../src/jobs/table-maintenance.ts';
+import { autovacuumOn, maintainTables, tableThresholds } from '../../src/jobs/table-maintenance.ts';
 import { insertEvents } from '../../src/modules/events/events.repo.ts';
 import type { NewEvent } from '../../src/modules/events/events.types.ts';
 import { isoAt } from '../../src/lib/clock.ts';
@@ -81,5 +81,49 @@ describe.runIf(DIALECT === 'postgres')('table maintenance (PostgreSQL)', () => {
   it('runs on one node at a time: another holder gets nothing while the lease is held', async () => {
     const other = await maintainTables(ctx.c.database, 'other-holder', ctx.c.logger, { force: true });
     expect(other).toEqual({ analyzed: [], vacuumed: [] });
+  });
+
+  // Issue 31 item 8: every claimed message leaves a dead entry where the claims start reading
+  // (migration 022); under the server's default 50 + 20 % the dead rows allowed between two
+  // vacuums grew with the table of finished messages.
+  it('gives messages its own vacuum threshold, 1,000 + 2 % of its rows, and follows it with autovacuum off', async () => {
+    const db = ctx.c.database.db;
+    const { rows: opts } = await sql<{ options: string[] | null }>`select reloptions as options from pg_class
+      where oid = to_regclass('messages')`.execute(db);
+    expect(opts[0]?.options).toEqual(
+      expect.arrayContaining(['autovacuum_vacuum_threshold=1000', 'autovacuum_vacuum_scale_factor=0.02']),
+    );
+    await sql`insert into messages (tenant_id, id, transmission_id, recipient, recipient_domain, state,
+        next_attempt_at, created_at, updated_at)
+      select ${tenantId}, 'vac-' || lpad(i::text, 6, '0'), 'vac-tx', 'r' || i || '@example.com', 'example.com',
+        'delivered', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'
+      from generate_series(1, 20000) i`.execute(db);
+    await sql`vacuum (analyze) messages`.execute(db);
+    // 1,800 dead rows: over 1,000 + 2 % of 20,000 (1,400), under the server's 50 + 20 % (4,050).
+    await sql`update messages set updated_at = '2026-01-02T00:00:00.000Z' where id <= 'vac-001800' and id like 'vac-%'`.execute(
+      db,
+    );
+    for (let waited = 0; ; waited += 250) {
+      const { rows } = await sql<{ dead: number | string }>`select n_dead_tup as dead from pg_stat_user_tables
+        where relid = to_regclass('messages')`.execute(db);
+      if (Number(rows[0]?.dead ?? 0) >= 1800) break;
+      if (waited > 30_000) throw new Error('the dead rows never showed in pg_stat_user_tables');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const done = await maintainTables(ctx.c.database, 'test-holder', ctx.c.logger, { force: true });
+    expect(done.vacuumed).toContain('messages');
+  });
+
+  it("reads a table's thresholds from its storage parameters over the server's", () => {
+    const server = { vacuumThreshold: 50, vacuumScaleFactor: 0.2, analyzeThreshold: 50, analyzeScaleFactor: 0.1 };
+    expect(tableThresholds(server, null)).toEqual(server);
+    expect(
+      tableThresholds(server, [
+        'fillfactor=90',
+        'autovacuum_vacuum_threshold=1000',
+        'autovacuum_vacuum_scale_factor=0.02',
+        'autovacuum_analyze_scale_factor=bad',
+      ]),
+    ).toEqual({ ...server, vacuumThreshold: 1000, vacuumScaleFactor: 0.02 });
   });
 });

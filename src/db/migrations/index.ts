@@ -19,6 +19,7 @@ import * as m018 from './018_tracking_links.ts';
 import * as m019 from './019_connection_slots.ts';
 import * as m020 from './020_waiting_indexes.ts';
 import * as m021 from './021_source_addresses.ts';
+import * as m022 from './022_queue_vacuum.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '019_connection_slots': m019,
   '020_waiting_indexes': m020,
   '021_source_addresses': m021,
+  '022_queue_vacuum': m022,
 };
