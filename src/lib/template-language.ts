@@ -19,12 +19,23 @@
  */
 import Handlebars from 'handlebars';
 import { BoundedCache } from './bounded-cache.ts';
+import { budget, MAX_RENDERED_CHARS, meterEnvironment, startPart, withRenderBudget } from './template-budget.ts';
+
+export {
+  MAX_EACH_ITERATIONS,
+  MAX_RENDERED_CHARS,
+  RENDER_TIME_BUDGET_MS,
+  withRenderBudget,
+} from './template-budget.ts';
 
 export type Escaping = 'html' | 'none';
 
-export const MAX_EACH_ITERATIONS = 100_000;
-export const MAX_RENDERED_CHARS = 5 * 1024 * 1024;
-
+/**
+ * Most `{{...}}` expressions one part may hold. Compiling costs Handlebars 50-100 us per
+ * expression (parse, code generation, `new Function`): 100,000 of them held a thread for 5 s;
+ * 5,000 stay near half a second at worst. Counted before anything is parsed.
+ */
+export const MAX_EXPRESSIONS = 5_000;
 /** A syntax problem: what a 422 reports as `<part>: line <n>: <message>`. */
 export interface SyntaxProblem {
   line: number;
@@ -61,18 +72,7 @@ const COMPILE_OPTIONS = {
   strict: false,
 } as const;
 
-let iterations = 0;
-const builtinEach = env.helpers.each as Handlebars.HelperDelegate;
-// #each counts its iterations against the render's budget (see MAX_EACH_ITERATIONS).
-env.registerHelper('each', function (this: unknown, context: unknown, options: Handlebars.HelperOptions) {
-  if (!options) return builtinEach.call(this, context);
-  const fn = options.fn;
-  const counted = ((ctx: unknown, o: unknown) => {
-    if (++iterations > MAX_EACH_ITERATIONS) throw new Error(`more than ${MAX_EACH_ITERATIONS} #each iterations`);
-    return fn(ctx, o as Handlebars.RuntimeOptions);
-  }) as Handlebars.TemplateDelegate;
-  return builtinEach.call(this, context, { ...options, fn: counted });
-});
+meterEnvironment(env);
 
 type Compiled = Handlebars.TemplateDelegate;
 const cache = new BoundedCache<string, Compiled>(2000);
@@ -130,15 +130,45 @@ function cleanMessage(err: unknown): string {
     );
 }
 
+/** How many `{{` a source holds (a linear scan: it runs before anything is parsed). */
+export function expressionCount(source: string): number {
+  let n = 0;
+  for (let i = source.indexOf('{{'); i !== -1; i = source.indexOf('{{', i + 2)) n++;
+  return n;
+}
+
+/** Parses and checks a source; throws what a syntax problem reports. */
+function parseChecked(source: string): hbs.AST.Program {
+  const count = expressionCount(source);
+  if (count > MAX_EXPRESSIONS)
+    throw new SyntaxFailure(1, `too many expressions: ${count} {{...}} (at most ${MAX_EXPRESSIONS} per part)`);
+  const ast = env.parse(source);
+  const forbidden = forbiddenNode(ast);
+  if (forbidden) throw new SyntaxFailure(forbidden.line, forbidden.message);
+  // The opcode compiler finds what parsing does not (unknown helpers); the JavaScript code
+  // generation after it can fail on nothing a template can write, so checks stop here.
+  const { Compiler } = env as unknown as { Compiler: new () => { compile(ast: unknown, o: unknown): unknown } };
+  new Compiler().compile(ast, {
+    ...COMPILE_OPTIONS,
+    noEscape: true,
+  });
+  return ast;
+}
+
+class SyntaxFailure extends Error {
+  constructor(
+    readonly lineNumber: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Null when `source` is a valid template; else the line and what is wrong there. */
 export function checkSyntax(source: string): SyntaxProblem | null {
   if (!source.includes('{{')) return null;
   try {
-    const ast = env.parse(source);
-    const forbidden = forbiddenNode(ast);
-    if (forbidden) return forbidden;
-    // Compiling finds what parsing does not: unknown helpers, mismatched block names.
-    env.precompile(ast, { ...COMPILE_OPTIONS, noEscape: true });
+    parseChecked(source);
     return null;
   } catch (err) {
     return { line: lineOf(err), message: cleanMessage(err) };
@@ -159,13 +189,27 @@ export function syntaxProblems(parts: Record<string, string | null | undefined>)
   return out;
 }
 
+const NO_DATA = Object.freeze({});
+
 function compiled(key: string, source: string, escaping: Escaping): Compiled {
   const cacheKey = `${escaping}\u0000${key}`;
   let fn = cache.get(cacheKey);
   if (!fn) {
-    const problem = checkSyntax(source);
-    if (problem) throw new Error(`line ${problem.line}: ${problem.message}`);
-    fn = env.compile(source, { ...COMPILE_OPTIONS, noEscape: escaping === 'none' });
+    let ast: hbs.AST.Program;
+    try {
+      ast = parseChecked(source);
+    } catch (err) {
+      throw new Error(`line ${lineOf(err)}: ${cleanMessage(err)}`);
+    }
+    // Compiled from the checked tree: the source is parsed once. Handlebars compiles on the first
+    // call: make it now, with no data, so that the compiling is not part of a render's time.
+    const made = env.compile(ast, { ...COMPILE_OPTIONS, noEscape: escaping === 'none' });
+    try {
+      withRenderBudget(() => made(NO_DATA), Number.POSITIVE_INFINITY);
+    } catch {
+      // The render that follows meets the same problem and reports it.
+    }
+    fn = made;
     cache.set(cacheKey, fn);
   }
   return fn;
@@ -185,10 +229,15 @@ export function renderPart(
 ): string {
   // Nothing to substitute: the source is its own rendering (and no compile is cached for it).
   if (!source.includes('{{')) return source;
+  if (budget.deadline === 0) return withRenderBudget(() => renderPart(part, key, source, data, escaping));
   let out: string;
   try {
+    const compiling = performance.now();
     const fn = compiled(`${key}\u0000${part}`, source, escaping);
-    iterations = 0;
+    // Compiling is bounded by MAX_EXPRESSIONS and paid once per source: it does not count
+    // against the render's time, or a large template's first message would fail and its second pass.
+    budget.deadline += performance.now() - compiling;
+    startPart();
     out = fn(data);
   } catch (err) {
     throw new RenderError(part, err instanceof Error ? cleanMessage(err) : String(err));

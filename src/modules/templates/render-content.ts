@@ -10,7 +10,7 @@
  */
 import { formatMailbox, hasControlChars, parseMailbox } from '../../lib/email.ts';
 import { textFromHtml } from '../../lib/html-text.ts';
-import { RenderError, renderPart, usesLanguage } from '../../lib/template-language.ts';
+import { RenderError, renderPart, usesLanguage, withRenderBudget } from '../../lib/template-language.ts';
 
 export interface ContentSource {
   subject: string | null;
@@ -67,24 +67,29 @@ export function storedKeys(
   return { body, headers: own };
 }
 
-/** Renders every part with `data` (see RenderKeys for the compile cache). Throws RenderError. */
+/**
+ * Renders every part with `data` (see RenderKeys for the compile cache), all under one render
+ * budget (template-language.ts RENDER_TIME_BUDGET_MS). Throws RenderError.
+ */
 export function renderContent(c: ContentSource, data: Record<string, unknown>, keys: RenderKeys): RenderedContent {
-  const key = keys.body;
-  const hkey = keys.headers;
-  const html = c.html === null ? null : renderPart('html', key, c.html, data, 'html');
-  const text = c.text === null ? null : renderPart('text', key, c.text, data, 'none');
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(c.headers)) {
-    headers[name] = headerValue(`headers.${name}`, hkey, value, data);
-  }
-  return {
-    subject: headerValue('subject', key, c.subject ?? '', data),
-    text: text ?? (html === null ? null : textFromHtml(html)),
-    html,
-    from: mailbox('from', hkey, c.from, data),
-    reply_to: mailbox('reply_to', hkey, c.reply_to, data),
-    headers,
-  };
+  return withRenderBudget(() => {
+    const key = keys.body;
+    const hkey = keys.headers;
+    const html = c.html === null ? null : renderPart('html', key, c.html, data, 'html');
+    const text = c.text === null ? null : renderPart('text', key, c.text, data, 'none');
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(c.headers)) {
+      headers[name] = headerValue(`headers.${name}`, hkey, value, data);
+    }
+    return {
+      subject: headerValue('subject', key, c.subject ?? '', data),
+      text: text ?? (html === null ? null : textFromHtml(html)),
+      html,
+      from: mailbox('from', hkey, c.from, data),
+      reply_to: mailbox('reply_to', hkey, c.reply_to, data),
+      headers,
+    };
+  });
 }
 
 /** True when rendering would give the same result for any data (nothing uses the language). */
