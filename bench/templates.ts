@@ -137,11 +137,10 @@ async function deliver(
   await c.domains.create(tenant.tenant_id, await c.domains.prepare(tenant.tenant_id, { domain: 'bench.test' }));
   let template: Awaited<ReturnType<typeof c.templates.forSend>> | undefined;
   if (templated) {
+    const prepared = await c.templates.prepareCreate({ name: 'receipt', ...TEMPLATE });
     const t = await c.database.db
       .transaction()
-      .execute((trx) =>
-        c.templates.insertPrepared(trx, tenant.tenant_id, c.templates.prepareCreate({ name: 'receipt', ...TEMPLATE })),
-      );
+      .execute((trx) => c.templates.insertPrepared(trx, tenant.tenant_id, prepared));
     await c.templates.publish(tenant.tenant_id, t.id);
     template = await c.templates.forSend(tenant.tenant_id, t.id, false);
   }

@@ -4,10 +4,13 @@
  * From / Reply-To as exactly one mailbox whose address is literal (only the display name may use
  * the language), header names that are not Postyard's own, and no control characters in any
  * header-bound source. Field names are prefixed (`content.` for transmissions).
+ * The language's syntax is checked on the template sandbox's threads (content/template-sandbox.ts),
+ * never on the event loop.
  */
 import { checkMailbox, hasControlChars } from '../../lib/email.ts';
 import { htmlDepthProblems } from '../../lib/html-depth.ts';
-import { syntaxProblems, usesLanguage } from '../../lib/template-language.ts';
+import { usesLanguage } from '../../lib/template-language.ts';
+import { templateSandbox } from '../content/template-sandbox.ts';
 import { HEADER_NAME, RESERVED_HEADERS } from '../content/stored-content.ts';
 
 export type Problem = { field: string; message: string };
@@ -37,7 +40,7 @@ export function mailboxProblem(value: string): string | null {
 }
 
 /** Syntax problems of every part, named `<prefix><part>` (e.g. `content.html: line 3: ...`). */
-export function languageProblems(f: ContentFields, prefix: string): Problem[] {
+export function languageProblems(f: ContentFields, prefix: string): Promise<Problem[]> {
   const parts: Record<string, string | null | undefined> = {
     [`${prefix}subject`]: f.subject,
     [`${prefix}text`]: f.text,
@@ -49,11 +52,11 @@ export function languageProblems(f: ContentFields, prefix: string): Problem[] {
     if (m && 'mailbox' in m && m.mailbox.name) parts[`${prefix}${key}`] = m.mailbox.name;
   }
   for (const [name, value] of Object.entries(f.headers ?? {})) parts[`${prefix}headers.${name}`] = value;
-  return syntaxProblems(parts);
+  return templateSandbox.syntaxProblems(parts);
 }
 
-/** Every rule above, for a template version (prefix '') or any other content. */
-export function contentProblems(f: ContentFields, prefix = ''): Problem[] {
+/** Every rule above but the language's syntax (languageProblems): checks that cost no thread. */
+export function fieldProblems(f: ContentFields, prefix = ''): Problem[] {
   const problems: Problem[] = [];
   if (typeof f.subject === 'string' && hasControlChars(f.subject))
     problems.push({ field: `${prefix}subject`, message: 'subject must not contain control characters (CR/LF)' });
@@ -70,7 +73,11 @@ export function contentProblems(f: ContentFields, prefix = ''): Problem[] {
     if (hasControlChars(value))
       problems.push({ field, message: 'header value must not contain CR, LF or other control characters' });
   }
-  problems.push(...languageProblems(f, prefix));
   problems.push(...htmlDepthProblems(f.html, `${prefix}html`));
   return problems;
+}
+
+/** Every rule above, for a template version (prefix '') or any other content. */
+export async function contentProblems(f: ContentFields, prefix = ''): Promise<Problem[]> {
+  return [...fieldProblems(f, prefix), ...(await languageProblems(f, prefix))];
 }

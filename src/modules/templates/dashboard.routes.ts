@@ -47,7 +47,7 @@ export function registerTemplateDashboardRoutes(app: TypedApp, c: Container) {
     return c.templates.list(tenant(req), q.limit, q.cursor);
   });
   app.post(P, { config, schema: { hide: true, body: CreateTemplateBody } }, async (req, reply) => {
-    const prepared = c.templates.prepareCreate(req.body);
+    const prepared = await c.templates.prepareCreate(req.body);
     const created = await c.database.db
       .transaction()
       .execute((trx) => c.templates.insertPrepared(trx, tenant(req), prepared));

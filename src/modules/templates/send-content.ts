@@ -46,11 +46,18 @@ export function effectiveContent<C extends RequestContent>(
 }
 
 /** Problems of content.template_id, or of inline content (the language's syntax, named content.<part>). */
-export function sendProblems(c: RequestContent, template: TemplateForSend | null | undefined): Problem[] {
+export async function sendProblems(
+  c: RequestContent,
+  template: TemplateForSend | null | undefined,
+): Promise<Problem[]> {
   if (c.template_id === undefined) {
     const problems: Problem[] = [];
     if (c.subject === undefined) problems.push({ field: 'content.subject', message: 'content.subject is required' });
-    return [...problems, ...languageProblems(c, 'content.'), ...htmlDepthProblems(c.html, 'content.html')];
+    return [
+      ...problems,
+      ...(await languageProblems(c, 'content.')),
+      ...htmlDepthProblems(c.html, 'content.html'),
+    ];
   }
   if (!template)
     return [

@@ -37,7 +37,7 @@ export function registerTemplateRoutes(app: TypedApp, c: Container) {
     },
     async (req, reply) => {
       const auth = authOf(req);
-      const prepared = c.templates.prepareCreate(req.body);
+      const prepared = await c.templates.prepareCreate(req.body);
       return replyIdempotent(c, req, reply, async (trx) => ({
         status: 201,
         body: await c.templates.insertPrepared(trx, auth.tenantId, prepared),

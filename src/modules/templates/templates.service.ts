@@ -9,8 +9,9 @@ import { notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
 import { RenderError } from '../../lib/template-language.ts';
-import { contentProblems, type Problem } from './content-rules.ts';
-import { mergeData, renderContent } from './render-content.ts';
+import { fieldProblems, languageProblems, type Problem } from './content-rules.ts';
+import { templateSandbox } from '../content/template-sandbox.ts';
+import { type ContentSource, mergeData } from './render-content.ts';
 import {
   deleteTemplate,
   findTemplate,
@@ -57,17 +58,24 @@ const nameTaken = () => validationError([{ field: 'name', message: 'a template w
 
 type VersionFields = Omit<TemplateVersionsTable, 'tenant_id' | 'template_id' | 'version' | 'created_at'>;
 
-/** Checks a version's fields (422 naming each bad one) and returns them in stored form. */
-function checkVersion(v: {
-  subject: string;
-  text: string | null;
-  html: string | null;
-  from: string | null;
-  reply_to: string | null;
-  headers: Record<string, string>;
-  defaults: Record<string, unknown>;
-}): VersionFields {
-  const problems: Problem[] = contentProblems(v);
+/**
+ * Checks a version's fields (422 naming each bad one) and returns them in stored form. The
+ * language's syntax problems come checked already (languageProblems, on the sandbox's threads):
+ * a version is checked inside the transaction that saves it, which must not wait for a thread.
+ */
+function checkVersion(
+  v: {
+    subject: string;
+    text: string | null;
+    html: string | null;
+    from: string | null;
+    reply_to: string | null;
+    headers: Record<string, string>;
+    defaults: Record<string, unknown>;
+  },
+  language: Problem[],
+): VersionFields {
+  const problems: Problem[] = [...fieldProblems(v), ...language];
   if (v.text === null && v.html === null) problems.push({ field: 'text', message: 'a template needs text or html' });
   const defaults = JSON.stringify(v.defaults);
   if (Buffer.byteLength(defaults) > MAX_DEFAULTS_BYTES)
@@ -125,26 +133,29 @@ export class TemplatesService {
   }
 
   /** Validates a create body before any transaction opens (the idempotent create's effect is the insert). */
-  prepareCreate(input: CreateTemplateInput): { name: string; description: string | null; version: VersionFields } {
+  async prepareCreate(
+    input: CreateTemplateInput,
+  ): Promise<{ name: string; description: string | null; version: VersionFields }> {
+    const v = {
+      subject: input.subject,
+      text: input.text ?? null,
+      html: input.html ?? null,
+      from: input.from ?? null,
+      reply_to: input.reply_to ?? null,
+      headers: input.headers ?? {},
+      defaults: input.defaults ?? {},
+    };
     return {
       name: input.name.trim(),
       description: input.description ?? null,
-      version: checkVersion({
-        subject: input.subject,
-        text: input.text ?? null,
-        html: input.html ?? null,
-        from: input.from ?? null,
-        reply_to: input.reply_to ?? null,
-        headers: input.headers ?? {},
-        defaults: input.defaults ?? {},
-      }),
+      version: checkVersion(v, await languageProblems(v, '')),
     };
   }
 
   async insertPrepared(
     db: Executor,
     tenantId: string,
-    p: ReturnType<TemplatesService['prepareCreate']>,
+    p: Awaited<ReturnType<TemplatesService['prepareCreate']>>,
   ): Promise<TemplateView> {
     if (await findTemplateByName(db, tenantId, p.name)) throw nameTaken();
     const now = nowIso();
@@ -181,6 +192,9 @@ export class TemplatesService {
 
   /** A new draft version: fields not sent are carried over from the latest draft. */
   async update(tenantId: string, id: string, input: UpdateTemplateInput): Promise<TemplateView> {
+    // The parts sent are checked before the transaction; parts carried over from the draft were
+    // checked when they were saved.
+    const language = await languageProblems(input, '');
     return this.db.transaction().execute(async (trx) => {
       const current = await this.row(trx, tenantId, id);
       const [draftRow] = await findVersions(trx, tenantId, id, [current.draft_version]);
@@ -188,15 +202,18 @@ export class TemplatesService {
       const draft = toVersionView(draftRow);
       const pick = <K extends keyof TemplateVersionView>(k: K & keyof UpdateTemplateInput) =>
         (input[k] === undefined ? draft[k] : input[k]) as TemplateVersionView[K];
-      const version = checkVersion({
-        subject: pick('subject'),
-        text: pick('text'),
-        html: pick('html'),
-        from: pick('from'),
-        reply_to: pick('reply_to'),
-        headers: pick('headers'),
-        defaults: pick('defaults'),
-      });
+      const version = checkVersion(
+        {
+          subject: pick('subject'),
+          text: pick('text'),
+          html: pick('html'),
+          from: pick('from'),
+          reply_to: pick('reply_to'),
+          headers: pick('headers'),
+          defaults: pick('defaults'),
+        },
+        language,
+      );
       const name = input.name?.trim();
       if (name && name !== current.name && (await findTemplateByName(trx, tenantId, name))) throw nameTaken();
       const now = nowIso();
@@ -288,32 +305,26 @@ export class TemplatesService {
 
   /**
    * Renders content that is not saved yet (the dashboard editor's live preview): syntax errors
-   * and render problems are 422 naming the part (and line). Compiled parts are cached by a digest
-   * of their source, in the same bounded cache.
+   * and render problems are 422 naming the part (and line). Checked and rendered on the template
+   * sandbox's threads (content/template-sandbox.ts); compiled parts are cached there by a digest
+   * of their source.
    */
-  renderUnsaved(input: {
+  async renderUnsaved(input: {
     subject: string;
     text?: string | null | undefined;
     html?: string | null | undefined;
     defaults?: Record<string, unknown> | undefined;
     substitution_data?: Record<string, unknown> | undefined;
-  }): PreviewView {
+  }): Promise<PreviewView> {
     const c = { subject: input.subject, text: input.text ?? null, html: input.html ?? null };
-    const problems = contentProblems(c);
+    const problems = [...fieldProblems(c), ...(await languageProblems(c, ''))];
     if (problems.length) throw validationError(problems);
     const key = `unsaved:${createHash('sha256').update(JSON.stringify(c)).digest('base64url')}`;
-    try {
-      const out = renderContent(
-        { ...c, from: null, reply_to: null, headers: {} },
-        mergeData(input.defaults, input.substitution_data),
-        { body: key, headers: key },
-      );
-      return { subject: out.subject, text: out.text, html: out.html };
-    } catch (err) {
-      if (err instanceof RenderError)
-        throw validationError([{ field: err.part, message: `${err.part}: ${err.detail}` }]);
-      throw err;
-    }
+    return previewOf(
+      { ...c, from: null, reply_to: null, headers: {} },
+      mergeData(input.defaults, input.substitution_data),
+      key,
+    );
   }
 
   /** Renders a version with sample data (over its defaults); render problems are 422 naming the part. */
@@ -326,16 +337,21 @@ export class TemplatesService {
         { field: 'draft', message: 'the template has no published version; preview the draft with "draft": true' },
       ]);
     const v = r.version;
-    try {
-      const out = renderContent({ ...v, headers: v.headers }, mergeData(v.defaults, input.substitution_data), {
-        body: `template:${id}:${v.version}`,
-        headers: `template:${id}:${v.version}`,
-      });
-      return { subject: out.subject, text: out.text, html: out.html };
-    } catch (err) {
-      if (err instanceof RenderError)
-        throw validationError([{ field: err.part, message: `${err.part}: ${err.detail}` }]);
-      throw err;
-    }
+    return previewOf(
+      { ...v, headers: v.headers },
+      mergeData(v.defaults, input.substitution_data),
+      `template:${id}:${v.version}`,
+    );
+  }
+}
+
+/** A preview rendered on the template sandbox; render problems are 422 naming the part. */
+async function previewOf(content: ContentSource, data: Record<string, unknown>, key: string): Promise<PreviewView> {
+  try {
+    const out = await templateSandbox.render(content, data, { body: key, headers: key });
+    return { subject: out.subject, text: out.text, html: out.html };
+  } catch (err) {
+    if (err instanceof RenderError) throw validationError([{ field: err.part, message: `${err.part}: ${err.detail}` }]);
+    throw err;
   }
 }

@@ -93,7 +93,7 @@ export async function validateTransmission(
     problems.push({ field: 'content', message: 'content needs one of text, html or template_id' });
   }
   // The template language: syntax of inline content, or what content.template_id resolved to.
-  problems.push(...sendProblems(body.content, template));
+  problems.push(...(await sendProblems(body.content, template)));
   for (const [name, value] of Object.entries(c.headers ?? {})) {
     const field = `content.headers.${name}`;
     if (!HEADER_NAME.test(name))

@@ -6,13 +6,18 @@
  * worker near 1,000 messages/s. Rendering on threads lets the main thread keep sessions busy
  * while other cores sign (measured by `npm run bench:deliver`, docs/benchmarks.md).
  *
- * A thread that dies takes no message with it: what it had in hand is rendered inline instead,
- * and a new thread is started for later work.
+ * A thread that dies takes no message with it: what it had in hand goes to a new thread, except
+ * the message it was rendering when it stalled past RENDER_STALL_MS (the watchdog terminates it)
+ * or ran out of its heap (RENDER_HEAP_MB): that one fails with render_failed, since rendering it
+ * again would only do the same to the next thread, or to the event loop if it were done inline.
+ * The template language's own budgets (template-budget.ts) stop runaway templates long before;
+ * the watchdog is for what they cannot see.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { type RenderedMessage, type RenderRequest, renderMessage } from './renderer.ts';
 import type { RenderThreadData, RenderThreadReply, RenderThreadRequest } from './render-thread.ts';
+import { RENDER_FAILED } from '../../../lib/template-language.ts';
 
 export interface Renderer {
   render(req: RenderRequest): Promise<RenderedMessage>;
@@ -36,6 +41,9 @@ interface Pending {
 interface RenderThread {
   worker: Worker;
   ready: boolean;
+  /** The request the thread said it started last, and when it last said anything. */
+  lastStarted: number | null;
+  lastHeardAt: number;
   /** Called once when the thread has loaded (warm()); a thread that dies first calls them too. */
   onReady: (() => void)[];
   backlog: RenderThreadRequest[];
@@ -55,16 +63,25 @@ const ENTRY = import.meta.url.endsWith('.ts')
  */
 export const STARTS_PER_TURN = 16;
 
+/** A thread with work in hand that says nothing (no start, no reply) for this long is replaced. */
+export const RENDER_STALL_MS = 5_000;
+/** Heap limit of a render thread: past it the thread dies, not the process. */
+export const RENDER_HEAP_MB = 1_536;
+
 export class RenderPool implements Renderer {
   private readonly threads: (RenderThread | null)[];
   private nextId = 1;
   private closed = false;
+  private watchdog: NodeJS.Timeout | null = null;
+  /** Threads replaced after a stall or a heap overrun (metrics, tests). */
+  replaced = 0;
 
   constructor(
     size: number,
     private readonly logger: Logger,
     /** 0: every request started as its message arrives (before; the baseline of bench/render-turns.ts). */
     private readonly startsPerTurn: number = STARTS_PER_TURN,
+    private readonly stallMs: number = RENDER_STALL_MS,
   ) {
     this.threads = Array.from({ length: size }, () => null);
   }
@@ -74,6 +91,8 @@ export class RenderPool implements Renderer {
     const slot = this.leastBusySlot();
     const t = this.threads[slot] ?? this.start(slot);
     const id = this.nextId++;
+    // The watchdog counts a thread's silence from when it was given work, not from its last reply.
+    if (t.pending.size === 0) t.lastHeardAt = performance.now();
     return new Promise((resolve, reject) => {
       t.pending.set(id, { req, resolve, reject });
       const msg: RenderThreadRequest = { id, ...req };
@@ -101,6 +120,7 @@ export class RenderPool implements Renderer {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.watchdog) clearInterval(this.watchdog);
     const running = this.threads.filter((t): t is RenderThread => t !== null);
     this.threads.fill(null);
     // Whatever was still in hand is finished inline, so stopping never loses a render.
@@ -130,14 +150,32 @@ export class RenderPool implements Renderer {
   private start(slot: number): RenderThread {
     // execArgv: []: the entry registers tsx itself; inheriting the parent's --import would load it twice.
     const workerData: RenderThreadData = { startsPerTurn: this.startsPerTurn };
-    const worker = new Worker(ENTRY, { execArgv: [], workerData });
+    const worker = new Worker(ENTRY, {
+      execArgv: [],
+      workerData,
+      resourceLimits: { maxOldGenerationSizeMb: RENDER_HEAP_MB },
+    });
     worker.unref();
-    const t: RenderThread = { worker, ready: false, onReady: [], backlog: [], pending: new Map() };
+    const t: RenderThread = {
+      worker,
+      ready: false,
+      lastStarted: null,
+      lastHeardAt: performance.now(),
+      onReady: [],
+      backlog: [],
+      pending: new Map(),
+    };
+    this.watch();
     const readied = () => {
       for (const resolve of t.onReady.splice(0)) resolve();
     };
     this.threads[slot] = t;
     worker.on('message', (m: RenderThreadReply | { ready: true }) => {
+      t.lastHeardAt = performance.now();
+      if ('started' in m) {
+        t.lastStarted = m.started;
+        return;
+      }
       if ('ready' in m) {
         t.ready = true;
         for (const msg of t.backlog) worker.postMessage(msg);
@@ -162,9 +200,19 @@ export class RenderPool implements Renderer {
       if (this.threads[slot] === t) this.threads[slot] = null;
       // A thread that failed to start must not hold the node's start-up: it renders inline.
       readied();
-      if (t.pending.size > 0)
-        this.logger.error({ err, inHand: t.pending.size }, 'render thread stopped; rendering its messages inline');
-      this.rescue(t);
+      if (t.pending.size > 0) this.logger.error({ err, inHand: t.pending.size }, 'render thread stopped');
+      // One that never loaded cannot be blamed on a message (and a new one may not load either).
+      if (!t.ready) {
+        this.rescue(t);
+        return;
+      }
+      const outOfMemory = (err as { code?: string } | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+      this.hand(
+        t,
+        outOfMemory
+          ? "rendering ran out of the render thread's memory (the thread was replaced)"
+          : 'the render thread stopped while rendering this message',
+      );
     };
     worker.on('error', lost);
     worker.on('exit', (code) => lost(new Error(`render thread exited with code ${code}`)));
@@ -176,6 +224,49 @@ export class RenderPool implements Renderer {
     t.pending.clear();
     t.backlog = [];
     for (const p of pending) inlineRenderer.render(p.req).then(p.resolve, p.reject);
+  }
+
+  /**
+   * What a stopped thread had in hand goes to the threads left (a new one is started): the request
+   * it had started last fails with `failure` when one is given (it stalled or exhausted the heap).
+   * After close() everything is finished inline, as before.
+   */
+  private hand(t: RenderThread, failure: string | null): void {
+    if (this.closed) {
+      this.rescue(t);
+      return;
+    }
+    const pending = [...t.pending.entries()];
+    t.pending.clear();
+    t.backlog = [];
+    for (const [id, p] of pending) {
+      if (failure !== null && id === t.lastStarted) {
+        this.replaced++;
+        p.reject(new Error(`${RENDER_FAILED}${failure}`));
+      } else this.render(p.req).then(p.resolve, p.reject);
+    }
+  }
+
+  /** Every second: a thread with work in hand that has said nothing for stallMs is replaced. */
+  private watch(): void {
+    if (this.watchdog || this.stallMs <= 0) return;
+    this.watchdog = setInterval(
+      () => {
+        const now = performance.now();
+        this.threads.forEach((t, slot) => {
+          if (!t?.ready || t.pending.size === 0 || now - t.lastHeardAt < this.stallMs) return;
+          this.logger.error(
+            { inHand: t.pending.size, stalledMs: Math.round(now - t.lastHeardAt) },
+            'render thread stalled; replacing it',
+          );
+          this.threads[slot] = null;
+          void t.worker.terminate();
+          this.hand(t, `rendering took longer than ${this.stallMs / 1000} s (the render thread was replaced)`);
+        });
+      },
+      Math.min(1_000, this.stallMs),
+    );
+    this.watchdog.unref();
   }
 }
 

@@ -20,7 +20,9 @@ export type RenderThreadReply =
       renderMs?: number | undefined;
       dkimMs?: number | undefined;
     }
-  | { id: number; ok: false; error: string };
+  | { id: number; ok: false; error: string }
+  /** Sent as a request starts: the pool's watchdog blames the last one started if the thread stalls. */
+  | { started: number };
 
 if (!parentPort) throw new Error('render-thread.ts must run in a worker thread');
 const port = parentPort;
@@ -76,6 +78,7 @@ port.on('message', (req: RenderThreadRequest) => {
 });
 
 function render(req: RenderThreadRequest): void {
+  port.postMessage({ started: req.id } satisfies RenderThreadReply);
   renderMessage(req.msg, req.tx, req.key, req.verpToken, req.bounceHost).then(
     (r) => {
       const raw = new Uint8Array(r.raw.buffer, r.raw.byteOffset, r.raw.byteLength);

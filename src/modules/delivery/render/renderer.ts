@@ -1,5 +1,8 @@
 import type { MessagesTable, TransmissionsTable } from '../../../db/schema.ts';
+import { BoundedCache } from '../../../lib/bounded-cache.ts';
 import { toCrlf } from '../../../lib/line-ends.ts';
+import { OVER_TIME } from '../../../lib/template-budget.ts';
+import { RenderError } from '../../../lib/template-language.ts';
 import { fromDomainOf, parseStoredContent, type StoredContent } from '../../content/stored-content.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
 import { isStatic, mergeData, renderContent, storedKeys } from '../../templates/render-content.ts';
@@ -147,6 +150,36 @@ function ensureHeaders(raw: Buffer, messageId: string): Buffer {
  * domain, and nothing of ours could receive the bounces there either.
  */
 export async function renderMessage(
+  msg: MessagesTable,
+  tx: TransmissionForDelivery,
+  key: SigningKey | null,
+  verpToken: string,
+  bounceHost: string,
+): Promise<RenderedMessage> {
+  const slow = overTimeRenders.get(tx.id);
+  if (slow && slow.count >= OVER_TIME_LIMIT) throw new RenderError(slow.part, `${slow.detail}${SKIPPED}`);
+  try {
+    return await buildRendered(msg, tx, key, verpToken, bounceHost);
+  } catch (err) {
+    if (err instanceof RenderError && err.detail.startsWith(OVER_TIME)) {
+      const seen = overTimeRenders.get(tx.id);
+      overTimeRenders.set(tx.id, { part: err.part, detail: err.detail, count: (seen?.count ?? 0) + 1 });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Messages of a transmission whose rendering ran out of its time budget (template-budget.ts) this
+ * many times fail at once, without rendering: a tenant's slow template costs a render thread two
+ * budgets per transmission, not one per message, and so cannot hold another tenant's mail behind
+ * a thousand of its own (one or two recipients whose data is unusual do not condemn the rest).
+ */
+const OVER_TIME_LIMIT = 2;
+const SKIPPED = ` (${OVER_TIME_LIMIT} messages of this transmission did; the others fail without rendering)`;
+const overTimeRenders = new BoundedCache<string, { part: string; detail: string; count: number }>(1_000);
+
+async function buildRendered(
   msg: MessagesTable,
   tx: TransmissionForDelivery,
   key: SigningKey | null,

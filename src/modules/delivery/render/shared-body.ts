@@ -27,6 +27,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { dkimBodyHash, relaxedBody } from './dkim.ts';
 import { type BuildMessageInput, buildMessage } from './mime.ts';
+import { RenderError } from '../../../lib/template-language.ts';
 
 export interface SharedBodyParts {
   /** The header block of this message (no final CRLF), latin1 text. */
@@ -107,9 +108,15 @@ export const SHARED_BODY_BYTES = 64 * 1024 * 1024;
 const PLAIN_NAME = /^[A-Za-z0-9]+(?: [A-Za-z0-9]+)*$/;
 const ASCII_ADDRESS = /^[\x21-\x7e]+@[\x21-\x7e]+$/;
 
-/** A composed shared body; `body: null` = this transmission cannot use one. */
+/**
+ * A composed shared body; `body: null` = this transmission cannot use one. `renderError`: its
+ * content failed to render (the same data renders the same way, so every message that would share
+ * the body fails with it without rendering again: a template that runs out of its time budget
+ * costs the thread that budget once per transmission, not once per message).
+ */
 interface Kept {
   body: SharedBody | null;
+  renderError?: RenderError;
 }
 
 function keptBytes(k: Kept): number {
@@ -291,6 +298,7 @@ async function compose(input: SharedInput, markers: Markers | undefined): Promis
  * (the caller then composes the message itself). `shared` is called only to compose the body;
  * with `markers`, `fill` gives this message's replacement of each marker it is given, in that
  * order, as one text (Replacements). It is given the same array for every message of a body.
+ * Throws the RenderError that composing the body met (see Kept).
  */
 export async function fromSharedBody(
   transmissionId: string,
@@ -311,9 +319,9 @@ export async function fromSharedBody(
         const { markers, ...input } = shared();
         return compose(input, markers);
       })()
-        .catch(() => null)
-        .then((body) => {
-          const k = { body };
+        .catch((err: unknown) => (err instanceof RenderError ? err : null))
+        .then((composed) => {
+          const k: Kept = composed instanceof RenderError ? { body: null, renderError: composed } : { body: composed };
           cache.set(transmissionId, k);
           composing.delete(transmissionId);
           return k;
@@ -323,6 +331,7 @@ export async function fromSharedBody(
     kept = await pending;
   }
   const t = kept.body;
+  if (kept.renderError) throw kept.renderError;
   if (!t) return null;
   const lines = t.lines.slice();
   lines[t.toAt] = `To: ${toValue}`;
