@@ -102,7 +102,7 @@ describe('RenderPool (messages built and signed on worker threads)', () => {
     }
   });
 
-  it('loses nothing when a thread dies with work in hand: those messages are rendered inline', async () => {
+  it('loses nothing when a thread ends with work in hand: those messages are rendered on a new thread', async () => {
     const logged: string[] = [];
     const pool = new RenderPool(1, pino({ level: 'error' }, { write: (line: string) => logged.push(line) }));
     try {
@@ -116,7 +116,7 @@ describe('RenderPool (messages built and signed on worker threads)', () => {
         Array.from({ length: 20 }, (_, i) => `bounces+token${i}@rp.mail.example.com`),
       );
       expect(await verify(out[19]?.raw as Buffer)).toEqual(['pass']);
-      // The rescue path really ran (the thread did not finish everything before it died).
+      // The hand-over really ran (the thread did not finish everything before it died).
       expect(logged.join('')).toContain('render thread stopped');
       // A new thread serves later work.
       expect((await pool.render(request(99))).signed).toBe(true);
@@ -177,5 +177,49 @@ describe('RenderPool (messages built and signed on worker threads)', () => {
     const inHand = Array.from({ length: 10 }, (_, i) => pool.render(request(i)));
     await pool.close();
     expect((await Promise.all(inHand)).every((r) => r.signed)).toBe(true);
+  });
+});
+
+describe('the render threads watchdog', () => {
+  const STUB = new URL('../../../../test/helpers/threads/render-thread-stub.js', import.meta.url);
+  const to = (recipient: string, i: number): RenderRequest => {
+    const r = request(i);
+    return { ...r, msg: { ...r.msg, recipient } };
+  };
+
+  it('replaces a thread that stalls: the message it was rendering fails, the others render on a new thread', async () => {
+    const pool = new RenderPool(1, logger, 16, 500, STUB);
+    try {
+      await pool.warm();
+      expect(await pool.render(to('first@dest.example', 1)).then((r) => r.raw.toString())).toContain('first@');
+      const started = performance.now();
+      const stalled = pool.render(to('stall@dest.example', 2));
+      const behind = [3, 4, 5].map((i) => pool.render(to(`r${i}@dest.example`, i)));
+      await expect(stalled).rejects.toThrow(
+        /^render_failed: rendering took longer than 0.5 s \(the render thread was replaced\)$/,
+      );
+      const rendered = await Promise.all(behind);
+      expect(rendered.map((r) => r.raw.toString().split('\r\n')[0])).toEqual([
+        'To: r3@dest.example',
+        'To: r4@dest.example',
+        'To: r5@dest.example',
+      ]);
+      expect(performance.now() - started).toBeLessThan(10_000);
+      expect(pool.replaced).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('does not count an idle thread’s silence against new work', async () => {
+    const pool = new RenderPool(1, logger, 16, 300, STUB);
+    try {
+      await pool.warm();
+      await new Promise((r) => setTimeout(r, 800));
+      await pool.render(to('late@dest.example', 6));
+      expect(pool.replaced).toBe(0);
+    } finally {
+      await pool.close();
+    }
   });
 });

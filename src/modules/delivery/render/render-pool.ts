@@ -7,9 +7,10 @@
  * while other cores sign (measured by `npm run bench:deliver`, docs/benchmarks.md).
  *
  * A thread that dies takes no message with it: what it had in hand goes to a new thread, except
- * the message it was rendering when it stalled past RENDER_STALL_MS (the watchdog terminates it)
- * or ran out of its heap (RENDER_HEAP_MB): that one fails with render_failed, since rendering it
- * again would only do the same to the next thread, or to the event loop if it were done inline.
+ * the message it was rendering when it stalled past RENDER_STALL_MS (the watchdog terminates it),
+ * ran out of its heap (RENDER_HEAP_MB) or threw: that one fails with render_failed, since
+ * rendering it again would only do the same to the next thread, or to the event loop if it were
+ * done inline.
  * The template language's own budgets (template-budget.ts) stop runaway templates long before;
  * the watchdog is for what they cannot see.
  */
@@ -82,6 +83,8 @@ export class RenderPool implements Renderer {
     /** 0: every request started as its message arrives (before; the baseline of bench/render-turns.ts). */
     private readonly startsPerTurn: number = STARTS_PER_TURN,
     private readonly stallMs: number = RENDER_STALL_MS,
+    /** The threads' module (tests give a stand-in that speaks the same protocol). */
+    private readonly entry: URL = ENTRY,
   ) {
     this.threads = Array.from({ length: size }, () => null);
   }
@@ -150,7 +153,7 @@ export class RenderPool implements Renderer {
   private start(slot: number): RenderThread {
     // execArgv: []: the entry registers tsx itself; inheriting the parent's --import would load it twice.
     const workerData: RenderThreadData = { startsPerTurn: this.startsPerTurn };
-    const worker = new Worker(ENTRY, {
+    const worker = new Worker(this.entry, {
       execArgv: [],
       workerData,
       resourceLimits: { maxOldGenerationSizeMb: RENDER_HEAP_MB },
@@ -196,7 +199,8 @@ export class RenderPool implements Renderer {
         });
       else p.reject(new Error(m.error));
     });
-    const lost = (err: unknown) => {
+    /** `failed`: the thread threw or ran out of its heap (an 'error'), not just ended. */
+    const lost = (err: unknown, failed: boolean) => {
       if (this.threads[slot] === t) this.threads[slot] = null;
       // A thread that failed to start must not hold the node's start-up: it renders inline.
       readied();
@@ -209,13 +213,15 @@ export class RenderPool implements Renderer {
       const outOfMemory = (err as { code?: string } | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
       this.hand(
         t,
-        outOfMemory
-          ? "rendering ran out of the render thread's memory (the thread was replaced)"
-          : 'the render thread stopped while rendering this message',
+        !failed
+          ? null
+          : outOfMemory
+            ? "rendering ran out of the render thread's memory (the thread was replaced)"
+            : 'the render thread failed while rendering this message',
       );
     };
-    worker.on('error', lost);
-    worker.on('exit', (code) => lost(new Error(`render thread exited with code ${code}`)));
+    worker.on('error', (err) => lost(err, true));
+    worker.on('exit', (code) => lost(new Error(`render thread exited with code ${code}`), false));
     return t;
   }
 
