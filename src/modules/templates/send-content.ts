@@ -53,11 +53,7 @@ export async function sendProblems(
   if (c.template_id === undefined) {
     const problems: Problem[] = [];
     if (c.subject === undefined) problems.push({ field: 'content.subject', message: 'content.subject is required' });
-    return [
-      ...problems,
-      ...(await languageProblems(c, 'content.')),
-      ...htmlDepthProblems(c.html, 'content.html'),
-    ];
+    return [...problems, ...(await languageProblems(c, 'content.')), ...htmlDepthProblems(c.html, 'content.html')];
   }
   if (!template)
     return [
