@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ALL_ROLES, type Config, ConfigError, type Role } from '../config.ts';
-import { AppError } from '../lib/errors.ts';
+import { AppError, validationError } from '../lib/errors.ts';
 import { SCOPES } from '../modules/api-keys/scopes.ts';
 import type { RateLimitPatch } from '../modules/tenants/rate-limits.ts';
 import { registerKeyCommands, registerTenantListing, registerUserCommands } from './commands/accounts.ts';
@@ -169,31 +169,67 @@ export function buildCli(): Command {
   };
   users
     .command('create')
-    .description('Create a dashboard user of a tenant; without --password, print a one-time sign-in link')
+    .description(
+      'Create a dashboard user of a tenant; with --password-stdin it gets a password, else a one-time sign-in link is printed',
+    )
     .requiredOption('--tenant <id>', 'tenant id')
     .requiredOption('--email <email>', 'sign-in email (unique)')
-    .option('--password <password>', 'initial password (at least 8 characters)')
+    .option(
+      '--password-stdin',
+      'read the initial password (at least 8 characters) from stdin: asked for without echo on a terminal, else the first line piped in',
+    )
+    // Refused: a password in the arguments is shown to every local user by `ps` (issue 31).
+    .addOption(new Option('--password [password]').hideHelp())
     .option('--base-url <url>', 'public address of the dashboard for the link (default: from POSTYARD_HTTP_HOST/PORT)')
     .option('--json', 'print JSON')
-    .action(async (opts: { tenant: string; email: string; password?: string; baseUrl?: string; json?: boolean }) => {
-      await withContainer(async (c) => {
-        const user = await c.dashboard.createUser(opts.tenant, {
-          email: opts.email,
-          ...(opts.password !== undefined ? { password: opts.password } : {}),
-        });
+    .action(
+      async (opts: {
+        tenant: string;
+        email: string;
+        password?: string | boolean;
+        passwordStdin?: boolean;
+        baseUrl?: string;
+        json?: boolean;
+      }) => {
         if (opts.password !== undefined) {
-          print(!!opts.json, { user_id: user.id, email: user.email }, `user_id: ${user.id}\nemail:   ${user.email}`);
-          return;
+          throw validationError([
+            {
+              field: '--password',
+              message:
+                'a password in the arguments is visible to other users in the process list; use --password-stdin (prompts on a terminal, or reads the first line piped in)',
+            },
+          ]);
         }
-        const link = await c.dashboard.createLoginLink(user.email);
-        const url = linkUrl(c.config, opts.baseUrl, link.token);
-        print(
-          !!opts.json,
-          { user_id: user.id, email: user.email, login_url: url, expires_at: link.expires_at },
-          `user_id: ${user.id}\nemail:   ${user.email}\nsign in: ${url}\n(one-time link, valid until ${link.expires_at}; set a password after signing in)`,
-        );
-      });
-    });
+        let password: string | undefined;
+        if (opts.passwordStdin) {
+          const { PasswordInputError, readPassword } = await import('./read-password.ts');
+          try {
+            password = await readPassword();
+          } catch (err) {
+            if (err instanceof PasswordInputError)
+              throw validationError([{ field: '--password-stdin', message: err.message }]);
+            throw err;
+          }
+        }
+        await withContainer(async (c) => {
+          const user = await c.dashboard.createUser(opts.tenant, {
+            email: opts.email,
+            ...(password !== undefined ? { password } : {}),
+          });
+          if (password !== undefined) {
+            print(!!opts.json, { user_id: user.id, email: user.email }, `user_id: ${user.id}\nemail:   ${user.email}`);
+            return;
+          }
+          const link = await c.dashboard.createLoginLink(user.email);
+          const url = linkUrl(c.config, opts.baseUrl, link.token);
+          print(
+            !!opts.json,
+            { user_id: user.id, email: user.email, login_url: url, expires_at: link.expires_at },
+            `user_id: ${user.id}\nemail:   ${user.email}\nsign in: ${url}\n(one-time link, valid until ${link.expires_at}; set a password after signing in)`,
+          );
+        });
+      },
+    );
   users
     .command('link')
     .description('Print a new one-time sign-in link for a dashboard user (e.g. after a forgotten password)')

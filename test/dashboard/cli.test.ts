@@ -34,16 +34,33 @@ function tokenOf(link: string): string {
 
 // Each test spawns the CLI: minutes under load, not vitest's default 30 s (SPAWN_TIMEOUT_MS).
 describe('postyard users', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
-  it('creates a user with a password who can then sign in', async () => {
+  it('creates a user with a password read from stdin (--password-stdin) who can then sign in', async () => {
     const r = await runCli(
-      ['users', 'create', '--tenant', tenantId, '--email', 'Ops@Acme.test', '--password', 'a good password', '--json'],
-      { env },
+      ['users', 'create', '--tenant', tenantId, '--email', 'Ops@Acme.test', '--password-stdin', '--json'],
+      { env, input: 'a good password\n' },
     );
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { user_id: string; email: string };
     expect(out.email).toBe('ops@acme.test');
-    expect(r.stdout).not.toContain('a good password');
+    expect(r.stdout + r.stderr).not.toContain('a good password');
     expect((await new DashClient(ctx.app).login('ops@acme.test', 'a good password')).statusCode).toBe(200);
+  });
+
+  it('refuses a password in the arguments (--password VALUE, shown by ps) with exit 2; no user is created', async () => {
+    const r = await runCli(
+      ['users', 'create', '--tenant', tenantId, '--email', 'argv@acme.test', '--password', 'a visible password'],
+      { env },
+    );
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/--password: .*process list.*--password-stdin/);
+    expect(r.stderr + r.stdout).not.toContain('a visible password');
+    const user = await ctx.c.database.db
+      .selectFrom('dashboard_users')
+      .select('id')
+      .where('email', '=', 'argv@acme.test')
+      .executeTakeFirst();
+    expect(user).toBeUndefined();
   });
 
   it('prints a one-time sign-in link when no password is given', async () => {
@@ -67,7 +84,9 @@ describe('postyard users', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
   it('documents its options in --help', async () => {
     const r = await runCli(['users', 'create', '--help'], { env });
     expect(r.code).toBe(0);
-    for (const opt of ['--tenant', '--email', '--password', '--base-url', '--json']) expect(r.stdout).toContain(opt);
+    for (const opt of ['--tenant', '--email', '--password-stdin', '--base-url', '--json'])
+      expect(r.stdout).toContain(opt);
+    expect(r.stdout).not.toMatch(/--password </);
   });
 
   it.each([
@@ -76,8 +95,21 @@ describe('postyard users', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
     ['bad email', ['users', 'create', '--tenant', 'TENANT', '--email', 'not-an-email'], /email/],
     [
       'short password',
-      ['users', 'create', '--tenant', 'TENANT', '--email', 'p@acme.test', '--password', 'short'],
+      ['users', 'create', '--tenant', 'TENANT', '--email', 'p@acme.test', '--password-stdin'],
       /password/,
+      'short\n',
+    ],
+    [
+      'no password on stdin',
+      ['users', 'create', '--tenant', 'TENANT', '--email', 'p@acme.test', '--password-stdin'],
+      /--password-stdin: no password on stdin/,
+      '',
+    ],
+    [
+      'more than one line on stdin',
+      ['users', 'create', '--tenant', 'TENANT', '--email', 'p@acme.test', '--password-stdin'],
+      /one line/,
+      'first line\nsecond line\n',
     ],
     [
       'unknown tenant',
@@ -86,18 +118,22 @@ describe('postyard users', { timeout: SPAWN_TEST_TIMEOUT_MS }, () => {
     ],
     [
       'taken email',
-      ['users', 'create', '--tenant', 'TENANT', '--email', 'OPS@acme.test', '--password', 'another password'],
+      ['users', 'create', '--tenant', 'TENANT', '--email', 'OPS@acme.test', '--password-stdin'],
       /already exists/,
+      'another password\n',
     ],
     ['unknown user', ['users', 'link', '--email', 'ghost@acme.test'], /not found/],
-  ])('exits 2 on %s with one line on stderr', async (_name, args, mentions) => {
-    const r = await runCli(
-      args.map((a) => (a === 'TENANT' ? tenantId : a)),
-      { env },
-    );
-    expect(r.code, r.stderr).toBe(2);
-    const lines = r.stderr.split('\n').filter((l) => l.trim());
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(mentions);
-  });
+  ] as [string, string[], RegExp, string?][])(
+    'exits 2 on %s with one line on stderr',
+    async (_name, args, mentions, input) => {
+      const r = await runCli(
+        args.map((a) => (a === 'TENANT' ? tenantId : a)),
+        { env, ...(input !== undefined ? { input } : {}) },
+      );
+      expect(r.code, r.stderr).toBe(2);
+      const lines = r.stderr.split('\n').filter((l) => l.trim());
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(mentions);
+    },
+  );
 });

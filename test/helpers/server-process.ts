@@ -45,23 +45,24 @@ export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, ...extra };
 }
 
-function spawnPostyard(args: string[], env: Record<string, string>): ChildProcess {
+function spawnPostyard(args: string[], env: Record<string, string>, stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: REPO_ROOT,
     env: childEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [stdin, 'pipe', 'pipe'],
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
   return child;
 }
 
-/** Runs one command to completion. */
+/** Runs one command to completion; `input` is written to its stdin (else stdin is closed). */
 export async function runCli(
   args: string[],
-  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
 ): Promise<CliResult> {
-  const child = spawnPostyard(args, opts.env ?? {});
+  const child = spawnPostyard(args, opts.env ?? {}, opts.input === undefined ? 'ignore' : 'pipe');
+  if (opts.input !== undefined) child.stdin?.end(opts.input);
   let stdout = '';
   let stderr = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
