@@ -14,10 +14,14 @@ import { JobAbandoned, TimedWorkerPool } from '../../lib/timed-worker-pool.ts';
 import type { ContentSource, RenderedContent, RenderKeys } from '../templates/render-content.ts';
 import type { SandboxJob, SandboxRenderResult } from './template-sandbox-thread.ts';
 
-/** How long one check (all parts of a content) may take on its thread. */
-export const CHECK_LIMIT_MS = 2_000;
-/** How long one preview render may take (the language's own budget is 500 ms, compiling apart). */
-export const PREVIEW_LIMIT_MS = 3_000;
+/**
+ * How long one check (all parts of a content) may take on its thread. Checks are bounded by
+ * MAX_EXPRESSIONS (0.1-0.7 s at most on a quiet 2-core machine); the limit is a backstop set with
+ * room for a loaded machine, where a legitimate check must not be refused.
+ */
+export const CHECK_LIMIT_MS = 10_000;
+/** How long one preview render may take (the language's own budget is 250 ms, compiling apart). */
+export const PREVIEW_LIMIT_MS = 10_000;
 
 const ENTRY = import.meta.url.endsWith('.ts')
   ? new URL('./template-sandbox-entry.js', import.meta.url)

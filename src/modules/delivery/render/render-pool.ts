@@ -64,8 +64,12 @@ const ENTRY = import.meta.url.endsWith('.ts')
  */
 export const STARTS_PER_TURN = 16;
 
-/** A thread with work in hand that says nothing (no start, no reply) for this long is replaced. */
-export const RENDER_STALL_MS = 5_000;
+/**
+ * A thread with work in hand that says nothing (no start, no reply) for this long is replaced. A
+ * backstop for what the render budgets cannot see: a legitimate render of a large message (10,000
+ * tracked links, 25 MB of attachments) takes seconds on a loaded machine and must not be cut.
+ */
+export const RENDER_STALL_MS = 30_000;
 /** Heap limit of a render thread: past it the thread dies, not the process. */
 export const RENDER_HEAP_MB = 1_536;
 
