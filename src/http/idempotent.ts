@@ -18,6 +18,8 @@ export async function replyIdempotent(
     secretFields?: readonly string[];
     /** Transaction runner, e.g. the group commit of the accept path. */
     runner?: <T>(work: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
+    /** Called once the work committed (or was replayed), before the answer is sent. */
+    afterCommit?: () => void;
   } = {},
 ) {
   const auth = authOf(req);
@@ -35,6 +37,7 @@ export async function replyIdempotent(
     work,
     opts.runner ? { runner: opts.runner } : {},
   );
+  opts.afterCommit?.();
   if (res.replayed) reply.header('Idempotent-Replayed', 'true');
   return reply.code(res.status).send(res.body);
 }

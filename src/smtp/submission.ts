@@ -233,6 +233,8 @@ export async function submitMessage(c: Container, user: SmtpUser, raw: Buffer, e
     // transaction (src/db/group-commit.ts runInserts); with one it also completes the key.
     { runner: prepared.idempotencyKey === undefined ? c.groupCommit.runInserts : c.groupCommit.runBuffered },
   );
+  // The worker of this process claims the new mail now, not at its next poll.
+  c.transmissions.queued();
   const body = res.body as AcceptResult;
   return {
     transmissionId: body.transmission_id,

@@ -70,6 +70,15 @@ export function createDeliveryWorker(
 /** Starts this node's delivery worker (worker role); stop() finishes in-flight sessions. */
 export function start(c: Container): Stoppable {
   const worker = createDeliveryWorker(c, c.node.holder);
+  // Mail accepted by this node's API or SMTP roles is claimed at once (idle-wait.ts).
+  const unsubscribe = c.transmissions.onQueued(() => worker.notify());
   worker.start();
-  return { name: 'delivery', stop: () => worker.stop(), warm: () => worker.warm() };
+  return {
+    name: 'delivery',
+    stop: () => {
+      unsubscribe();
+      return worker.stop();
+    },
+    warm: () => worker.warm(),
+  };
 }

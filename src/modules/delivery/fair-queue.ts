@@ -49,6 +49,12 @@ export class FairQueue<T extends FairItem> {
     return undefined;
   }
 
+  /** The most urgent priority waiting (0 transactional, 1 marketing); null when empty. */
+  topPriority(): number | null {
+    for (let p = 0; p < this.levels.length; p++) if ((this.levels[p] as Map<string, T[]>).size > 0) return p;
+    return null;
+  }
+
   /** Removes and returns every job. */
   drain(): T[] {
     const all: T[] = [];

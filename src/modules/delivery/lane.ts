@@ -6,6 +6,7 @@ import { connectRoute, type Route } from './destination.ts';
 import type { Outcome } from './outcomes.ts';
 import type { RenderedMessage } from './render/renderer.ts';
 import type { SmtpSession } from './smtp/smtp-client.ts';
+import type { LaneTarget, SessionEnd, SlotHandover, Turn } from './slot-handover.ts';
 import {
   contextOf,
   type DomainQueue,
@@ -29,24 +30,22 @@ export interface LaneHost {
   release(jobs: Job[], atMs?: number): Promise<void>;
   complete(o: Outcome): void;
   defer(job: Job, attempt: Outcome['attempt'], diagnostic: string): void;
+  /** Whether the session goes to another destination of its site, between two messages. */
+  readonly handover: Pick<SlotHandover, 'handOver' | 'carryOn' | 'move'>;
 }
 
-/** Stops a lane between messages (its connection slot was lost: docs/pacing.md). */
+/** The lane's connection slot: stops it between messages when lost (docs/pacing.md). */
 export interface LaneGuard {
+  readonly bucket: string;
   readonly lost: boolean;
 }
 
 /**
- * Drains `q` over one session to `route`, at most `maxMessages` messages, while `guard` holds.
- * Messages taken but not sent go back on `q` for another lane.
+ * Drains `t.q` over one session to `t.route`, at most `maxMessages` messages, while `guard`
+ * holds; the session may go on to other destinations its host serves (slot-handover.ts), and `t`
+ * then names the one it ended on. Messages taken but not sent go back on their queue.
  */
-export async function runLane(
-  w: LaneHost,
-  q: DomainQueue,
-  route: Route,
-  maxMessages: number,
-  guard: LaneGuard,
-): Promise<void> {
+export async function runLane(w: LaneHost, t: LaneTarget, maxMessages: number, guard: LaneGuard): Promise<void> {
   const startedAt = new Date().toISOString();
   // RENDER_AHEAD messages are rendered ahead (on the render threads), and up to two wait in the
   // session behind the one on the wire, so the next envelope can always leave with the current
@@ -56,36 +55,68 @@ export async function runLane(
   let taken = 0;
   const refill = async () => {
     while (ahead.length < RENDER_AHEAD && taken < maxMessages) {
-      const t = await takeJob(w, q);
-      if (!t) return;
-      ahead.push(t);
+      const next = await takeJob(w, t.q);
+      if (!next) return;
+      // A transactional message taken behind marketing ones rendered ahead goes before them: it
+      // would otherwise wait for RENDER_AHEAD of them on this session.
+      const after = ahead.findIndex((x) => x.job.priority > next.job.priority);
+      if (after >= 0) ahead.splice(after, 0, next);
+      else ahead.push(next);
       taken++;
     }
+  };
+  /** Taken but not sent: back to the head of their queue, unless not built (then recorded as failed). */
+  const putBack = async (to: DomainQueue) => {
+    for (const x of ahead.splice(0).reverse()) if (await x.rendered) to.jobs.unshift(x.job);
   };
   // Rendering starts while the connection is made: servers pause before their greeting on
   // purpose (smtp-server 100 ms, Postfix's postscreen seconds) to catch clients that talk early.
   const [conn] = await Promise.all([
-    connectRoute(route, {
+    connectRoute(t.route, {
       ehloName: w.o.ehloName,
       ...(w.o.timeouts ? { timeouts: w.o.timeouts } : {}),
-      ...(q.source ? { localAddress: q.source } : {}),
+      ...(t.q.source ? { localAddress: t.q.source } : {}),
     }),
     refill(),
   ]);
   if (!conn.ok) {
+    const { q, route } = t;
     // A greeting can carry a rule's code too (Yahoo answers 421 [TSS04] before EHLO).
     void w.o.pacing?.observe(route.site, route.profile, q.source ?? '', replyText(conn.failure));
     // Nobody answers: every waiting message of this domain is deferred with that failure.
     const attempt = attemptRecord(startedAt, conn.failure, conn.host, conn.address, route);
-    for (const t of ahead.splice(0)) if (await t.rendered) w.defer(t.job, attempt, conn.failure.response);
+    for (const x of ahead.splice(0)) if (await x.rendered) w.defer(x.job, attempt, conn.failure.response);
     for (const job of q.jobs.drain()) w.defer(job, attempt, conn.failure.response);
     return;
   }
   const { session, host, address } = conn.opened;
+  const at: SessionEnd = { host, address, route: t.route };
+  const turn: Turn = { sent: 0, since: Date.now() };
+  const moveTo = (to: LaneTarget) => {
+    w.handover.move(t, guard.bucket, to);
+    turn.sent = 0;
+    turn.since = Date.now();
+  };
   try {
     for (;;) {
       await refill();
-      if (ahead.length === 0 || !session.alive || guard.lost) break;
+      if (!session.alive || guard.lost) break;
+      if (ahead.length === 0) {
+        // Nothing more for this destination: another one this host serves may use the session.
+        const to = taken < maxMessages && w.isRunning() ? w.handover.carryOn(t, guard.bucket, at) : null;
+        if (!to) break;
+        moveTo(to);
+        continue;
+      }
+      // Another destination of the site has no session: this one may end for it, or go on to it.
+      const handOver = w.handover.handOver(t, guard.bucket, (ahead[0] as Taken).job.priority, turn, at);
+      if (handOver) {
+        await putBack(t.q);
+        if (handOver === 'end') break;
+        moveTo(handOver);
+        continue;
+      }
+      const { q, route } = t;
       const current = ahead.shift() as Taken;
       const rendered = await current.rendered;
       if (!rendered) continue;
@@ -100,7 +131,7 @@ export async function runLane(
         if (w.o.pacing?.isSuspended(route.site, q.source ?? null)) {
           // Suspended: nothing more on this session. With a source address the queue goes back
           // to pump(), which moves it off the address (IP pools); else it all waits, unsent.
-          const rest = [current.job, ...ahead.splice(0).map((t) => t.job)];
+          const rest = [current.job, ...ahead.splice(0).map((x) => x.job)];
           if (q.source && w.o.sources) for (const j of rest.reverse()) q.jobs.unshift(j);
           else await w.release([...rest, ...q.jobs.drain()], waitUntil);
           break;
@@ -109,13 +140,13 @@ export async function runLane(
         continue;
       }
       inSession.push(sendOne(w, q, current.job, rendered, session, host, address, route));
+      turn.sent++;
       if (inSession.length >= 3) await inSession.shift();
     }
   } finally {
     await Promise.all(inSession);
-    // Taken but not sent (the session ended): back to the queue for another lane, unless it
-    // could not be built (then it is already recorded as failed).
-    for (const t of ahead.reverse()) if (await t.rendered) q.jobs.unshift(t.job);
+    // Taken but not sent (the session ended): back to the queue for another lane.
+    await putBack(t.q);
     await session.close();
   }
 }

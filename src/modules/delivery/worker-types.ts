@@ -7,7 +7,7 @@ import type { SourcePicker } from '../ip-pools/source-picker.ts';
 import type { PacingService } from '../pacing/pacing.service.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import type { OutcomeContext } from './attempt-outcome.ts';
-import type { RoutingOptions, routeFor } from './destination.ts';
+import type { Route, RoutingOptions, routeFor } from './destination.ts';
 import type { FairQueue } from './fair-queue.ts';
 import type { Renderer } from './render/render-pool.ts';
 import type { RenderedMessage, SigningKeyLookup, TransmissionForDelivery } from './render/renderer.ts';
@@ -70,9 +70,6 @@ export interface Taken {
   rendered: Promise<RenderedMessage | null>;
 }
 
-/** The part of maxInflight one tenant may hold, leaving room to claim other tenants' mail. */
-export const TENANT_SHARE = 0.75;
-
 /** Messages each SMTP session keeps rendered (or rendering) ahead of the one it sends. */
 export const RENDER_AHEAD = 8;
 
@@ -80,6 +77,8 @@ export interface DomainQueue {
   jobs: FairQueue<Job>;
   lanes: number;
   route: Promise<Awaited<ReturnType<typeof routeFor>>> | null;
+  /** The route it resolved last (slot-handover.ts: may another destination's session carry its mail?). */
+  resolved?: Route;
   /** The local address its sessions bind (IP pools); null = the host's default route. */
   source?: string | null;
   /**

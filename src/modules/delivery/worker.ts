@@ -8,11 +8,14 @@ import { deferral, routeFailureOutcome } from './attempt-outcome.ts';
 import { type Route, routeFamilies, routeFor } from './destination.ts';
 import { FairClaimer } from './fair-claim.ts';
 import { FairQueue } from './fair-queue.ts';
+import { IdleWait } from './idle-wait.ts';
 import { type LaneHost, runLane } from './lane.ts';
 import { type MoveOffHost, moveOff } from './move-off.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
 import type { Outcome } from './outcomes.ts';
 import { releaseMessages } from './queue.repo.ts';
+import { TenantShares } from './tenant-shares.ts';
+import { type LaneTarget, SlotHandover } from './slot-handover.ts';
 import { inlineRenderer } from './render/render-pool.ts';
 import { TransmissionCache } from './transmission-cache.ts';
 import {
@@ -21,7 +24,6 @@ import {
   type DomainQueue,
   type Job,
   type ResolvedWorkerOptions,
-  TENANT_SHARE,
 } from './worker-types.ts';
 
 export type { DeliveryWorkerOptions } from './worker-types.ts';
@@ -44,8 +46,8 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
   private readonly lanes = new Set<Promise<void>>();
   /** Turns among tenants (fair-claim.ts); a random start so nodes do not contend for one head. */
   private readonly claimer = new FairClaimer(Math.random().toString(16).slice(2));
-  /** Claimed-but-unfinished messages per tenant: none may hold more than TENANT_SHARE of maxInflight. */
-  private readonly byTenant = new Map<string, number>();
+  /** Claimed-but-unfinished messages per tenant: none may hold more than its share (tenant-shares.ts). */
+  private readonly shares: TenantShares;
   /**
    * The messages this worker holds (claimed, not yet released or recorded), by id. A lease that
    * ran out while its message was still being sent makes it due again, and our own next claim
@@ -55,7 +57,12 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
   private readonly held = new Map<string, MessagesTable>();
   /** Queues waiting for slots other nodes hold: when their messages go back (slot-wait.ts). */
   private readonly slotWaits: SlotWaits;
-  private wake: (() => void) | null = null;
+  /** Sessions and slots handed between the destinations of one site (slot-handover.ts). */
+  readonly handover = new SlotHandover((key, q) => {
+    if (this.queues.get(key) === q) this.dropQueue(key, q);
+  });
+  /** The wait between claims that found nothing (nudged by accepts in this process). */
+  private readonly idle = new IdleWait();
   readonly o: ResolvedWorkerOptions;
 
   constructor(opts: DeliveryWorkerOptions) {
@@ -75,6 +82,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
       ? new DatabaseSlots(this.o.database, this.o.workerId, this.o.logger)
       : new LocalSlots();
     this.slotWaits = new SlotWaits(this.o.pollMs);
+    this.shares = new TenantShares(this.o.maxInflight);
     this.transmissions = new TransmissionCache(() => this.o.database.db, this.o.tracking);
     this.outcomes = new OutcomeBuffer({
       database: this.o.database,
@@ -106,7 +114,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
   /** Stops claiming, lets lanes finish their current message, releases the rest, flushes. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.idle.wake();
     await this.loop;
     for (const q of this.queues.values()) {
       const jobs = q.jobs.drain();
@@ -129,9 +137,9 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
     return this.running;
   }
 
-  /** Nudges an idle worker (after an accept in the same process). */
+  /** Mail was accepted in this process: an idle worker claims within NUDGE_GAP_MS (idle-wait.ts). */
   notify(): void {
-    this.wake?.();
+    this.idle.nudge();
   }
 
   private async run(): Promise<void> {
@@ -139,6 +147,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
       let claimed: MessagesTable[] = [];
       if (this.inflight < this.o.maxInflight) {
         try {
+          this.idle.claiming();
           const n = Math.min(this.o.batchSize, this.o.maxInflight - this.inflight);
           claimed = this.withoutHeld(
             await this.claimer.claim(this.o.database, this.o.workerId, n, this.o.leaseMs, this.skippedTenants()),
@@ -153,21 +162,14 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
         this.o.metrics?.claims.inc();
         this.o.metrics?.claimedMessages.inc(claimed.length);
         this.inflight += claimed.length;
-        for (const m of claimed) this.byTenant.set(m.tenant_id, (this.byTenant.get(m.tenant_id) ?? 0) + 1);
+        this.shares.claimed(claimed.map((m) => m.tenant_id));
         await this.dispatch(claimed);
         // A turn between claims: on SQLite (synchronous driver) sandbox mail, which completes at
         // dispatch, made this loop one stretch of 0.8-1.1 s for 10,000 messages (issue 31).
         await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.o.pollMs);
-        this.wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-      this.wake = null;
+      await this.idle.sleep(this.o.pollMs);
     }
   }
 
@@ -230,6 +232,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
       }, 1000).unref();
     });
     void q.route.then((r) => {
+      if (r.ok) q.resolved = r.route;
       if (!r.ok) {
         for (const job of q.jobs.drain()) this.routeFailure(job, r);
         return;
@@ -259,10 +262,16 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
         const lim = this.queueLimits(q, route);
         const wanted = Math.min(lim.limits.maxConnections, Math.ceil(q.jobs.length / 10));
         if (q.lanes >= wanted || q.jobs.length === 0 || !this.running) return;
+        // Another destination of the site has no session here: the next free slot is its.
+        if (this.handover.leavesSlot(lim.slot, q)) {
+          this.handover.waits(lim.slot, domain, q);
+          return;
+        }
         // A relay is the operator's own MTA: its 10 sessions stay per node, as before (docs/pacing.md).
         const slots = route.relay ? this.relaySlots : this.slots;
         const lease = await slots.acquire(lim.slot, lim.limits.maxConnections);
         if (!lease) {
+          this.handover.waits(lim.slot, domain, q);
           // Held by other nodes: none of this node's lanes ending will say when one is free. With
           // none here and none coming for a while, the messages go back for a node that has one.
           if (slots.heldHere(lim.slot) === 0 && q.lanes === 0) {
@@ -280,30 +289,43 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
         }
         q.slotWaitSince = undefined;
         this.slotWaits.acquired(lim.slot);
+        this.handover.forget(q);
         if (!this.running) {
           slots.release(lease);
           return;
         }
         q.lanes++;
-        const lane = runLane(this, q, route, lim.limits.maxMessagesPerConnection, lease).finally(() => {
-          q.lanes--;
+        // The lane may go on to other destinations its session reaches (slot-handover.ts): it
+        // ends on `target`.
+        const target: LaneTarget = { key: domain, q, route };
+        const lane = runLane(this, target, lim.limits.maxMessagesPerConnection, lease).finally(() => {
+          const { key: endedKey, q: ended } = target;
+          ended.lanes--;
           // Connection limits are per site x source address (docs/ip-pools.md).
           slots.release(lease);
           this.lanes.delete(lane);
-          if (q.jobs.length > 0) this.pump(domain, q);
-          else if (q.lanes === 0 && !q.opening) this.queues.delete(domain);
-          // A slot came free: queues of other domains waiting without a lane may be on this site
-          // (they are pumped only by new messages otherwise, and would wait for them).
+          if (ended.jobs.length > 0) this.pump(endedKey, ended);
+          else if (ended.lanes === 0 && !ended.opening) this.dropQueue(endedKey, ended);
+          // A slot came free: the destinations that asked for one of this site in vain (the
+          // starving first), and queues of other domains waiting without a lane, which may be on
+          // this site (they are pumped only by new messages otherwise, and would wait for them).
+          for (const [key, other] of this.handover.waitersOf(lease.bucket))
+            if (other !== ended && this.queues.get(key) === other) this.pump(key, other);
           for (const [key, other] of this.queues)
-            if (other !== q && other.lanes === 0 && other.jobs.length > 0) this.pump(key, other);
+            if (other !== ended && other.lanes === 0 && other.jobs.length > 0) this.pump(key, other);
         });
         this.lanes.add(lane);
       }
     } finally {
       q.opening = false;
       // A lane that ended while slots were asked for left the queue in place: drop it if empty.
-      if (q.lanes === 0 && q.jobs.length === 0 && this.queues.get(domain) === q) this.queues.delete(domain);
+      if (q.lanes === 0 && q.jobs.length === 0 && this.queues.get(domain) === q) this.dropQueue(domain, q);
     }
+  }
+
+  private dropQueue(domain: string, q: DomainQueue): void {
+    this.queues.delete(domain);
+    this.handover.forget(q);
   }
 
   /** Asks for a slot again in SLOT_RETRY_MS (the slots of the queue's site are other nodes'). */
@@ -367,32 +389,22 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
   forget(msgs: readonly MessagesTable[]): void {
     this.inflight -= msgs.length;
     for (const m of msgs) {
-      this.settled(m.tenant_id, 1);
+      this.shares.settled(m.tenant_id);
       this.held.delete(m.id);
     }
   }
 
-  private settled(tenant: string, n: number): void {
-    const left = (this.byTenant.get(tenant) ?? n) - n;
-    if (left > 0) this.byTenant.set(tenant, left);
-    else this.byTenant.delete(tenant);
-  }
-
   /**
-   * Tenants holding their share of this worker's capacity: the claim passes them over, so the
-   * rest stays free for the others' mail (one tenant's backlog never fills the worker).
+   * The tenants the claim passes over: those holding their share of this worker (tenant-shares.ts),
+   * and for a moment those whose mail this node handed back to nodes holding slots.
    */
   private skippedTenants(): Set<string> {
-    const cap = Math.max(1, Math.floor(this.o.maxInflight * TENANT_SHARE));
-    const full = new Set<string>();
-    for (const [t, n] of this.byTenant) if (n >= cap) full.add(t);
-    // And for a moment the tenants whose mail this node handed back to nodes holding slots.
-    return this.slotWaits.addSkipped(full);
+    return this.slotWaits.addSkipped(this.shares.full());
   }
 
   complete(o: Outcome): void {
     this.o.sources?.observe(o.kind, o.msg);
-    this.settled(o.msg.tenant_id, 1);
+    this.shares.settled(o.msg.tenant_id);
     this.outcomes.add(o);
   }
 

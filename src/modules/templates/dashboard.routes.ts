@@ -108,6 +108,7 @@ export function registerTemplateDashboardRoutes(app: TypedApp, c: Container) {
       const accepted = await c.database.db
         .transaction()
         .execute((trx) => c.transmissions.accept(trx, tenantId, { ...input, tags: ['template-test'] }));
+      c.transmissions.queued();
       return reply.code(202).send(accepted);
     },
   );

@@ -45,6 +45,8 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
         // key the batch's transaction also completes the key.
         {
           runner: req.headers['idempotency-key'] === undefined ? c.groupCommit.runInserts : c.groupCommit.runBuffered,
+          // The worker of this process claims the new mail now, not at its next poll.
+          afterCommit: () => c.transmissions.queued(),
         },
       );
     },

@@ -41,6 +41,8 @@ export type PoolResolver = (db: Executor, tenantId: string, ref: string) => Prom
 export class TransmissionsService {
   /** The tenants' tracking defaults, kept for 5 s (see tracking-cache.ts for the staleness across nodes). */
   readonly trackingDefaults = new TrackingSettingsCache();
+  /** Told when accepted mail was committed in this process: the delivery worker's nudge. */
+  private readonly queuedListeners = new Set<() => void>();
 
   constructor(
     private readonly db: Executor,
@@ -48,6 +50,17 @@ export class TransmissionsService {
     private readonly senderPolicy: SenderPolicy,
     private readonly resolvePool?: PoolResolver,
   ) {}
+
+  /** Calls `listener` after each accept of this process commits; returns the unsubscribe. */
+  onQueued(listener: () => void): () => void {
+    this.queuedListeners.add(listener);
+    return () => this.queuedListeners.delete(listener);
+  }
+
+  /** The accept paths call this once their transaction committed (not inside it: a claim would not see the rows yet). */
+  queued(): void {
+    for (const listener of this.queuedListeners) listener();
+  }
 
   async accept(trx: Executor, tenantId: string, input: AcceptInput): Promise<AcceptResult> {
     await this.senderPolicy(trx, tenantId, input.senderDomains);
