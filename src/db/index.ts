@@ -5,6 +5,7 @@ import { type DatabaseIntrospector, Kysely, Migrator, PostgresDialect, SqliteDia
 import type pg from 'pg';
 import { ensurePrivateDir, ensurePrivateFile, tightenFiles } from '../lib/private-files.ts';
 import { type Dialect, isPostgres } from './dialect.ts';
+import { markDatabaseError } from './faults.ts';
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema.ts';
 import { namePreparedStatements } from './prepared.ts';
@@ -139,8 +140,15 @@ function openPostgres(url: string, poolSize: number, schema?: string): Database 
   pool.on('connect', (client) => {
     client.on('error', () => {});
     namePreparedStatements(client);
+    markQueryErrors(client);
   });
-  const db = new Kysely<DB>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
+  // Errors of the pool and its connections are marked as the database's (faults.ts): a refused
+  // or reset socket then answers 503, where the same code from elsewhere stays a 500.
+  const marked = {
+    connect: () => pool.connect().catch((err: unknown) => Promise.reject(markDatabaseError(err))),
+    end: () => pool.end(),
+  };
+  const db = new Kysely<DB>({ dialect: new OwnSchemaPostgresDialect({ pool: marked }) });
   return {
     db,
     dialect: 'postgres',
@@ -161,6 +169,16 @@ function openPostgres(url: string, poolSize: number, schema?: string): Database 
     async close() {
       await db.destroy();
     },
+  };
+}
+
+/** Marks the errors of `client.query`'s promise calls as the database's (faults.ts). */
+function markQueryErrors(client: pg.PoolClient): void {
+  const target = client as unknown as { query: (...args: unknown[]) => unknown };
+  const query = target.query.bind(client);
+  target.query = (...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise ? result.catch((err: unknown) => Promise.reject(markDatabaseError(err))) : result;
   };
 }
 

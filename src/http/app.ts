@@ -97,7 +97,7 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
     ),
   );
 
-  installErrorHandler(app);
+  installErrorHandler(app, c.metrics);
   app.addSchema(ErrorBody);
   // The OpenAPI document and the /docs reference page (src/http/openapi/).
   await installOpenApi(app);

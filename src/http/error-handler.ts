@@ -1,5 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
+import { type DatabaseFault, databaseFault } from '../db/faults.ts';
 import { AppError, type ErrorCode, type ErrorDetail } from '../lib/errors.ts';
+import { countDatabaseFault } from '../metrics/database-faults.ts';
 
 /** The one place that knows which HTTP status each error code means. */
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -23,7 +26,15 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
+  insufficient_storage: 507,
 };
+
+/**
+ * Retry-After (seconds) of the answers to a database fault (src/db/faults.ts): an unreachable
+ * database is often back within seconds (a restart, a failover); a full disk needs an operator.
+ */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+export const STORAGE_FULL_RETRY_AFTER_S = 30;
 
 const MAX_DETAILS = 100;
 
@@ -126,7 +137,30 @@ function mapFastifyError(err: FastifyError): { code: ErrorCode; details: ErrorDe
   return null;
 }
 
-export function installErrorHandler(app: FastifyInstance) {
+/** The answer to a request that failed for a database fault, or null for any other error. */
+function faultAnswer(
+  err: unknown,
+): { kind: DatabaseFault; code: ErrorCode; message: string; retryAfter: number } | null {
+  const kind = databaseFault(err);
+  if (kind === 'unavailable')
+    return {
+      kind,
+      code: 'unavailable',
+      message: 'The database is unreachable; retry',
+      retryAfter: UNAVAILABLE_RETRY_AFTER_S,
+    };
+  if (kind === 'storage_full')
+    return {
+      kind,
+      code: 'insufficient_storage',
+      message: 'The server is out of storage; retry later',
+      retryAfter: STORAGE_FULL_RETRY_AFTER_S,
+    };
+  return null;
+}
+
+/** `metrics`: where database faults are counted (postyard_database_faults_total). */
+export function installErrorHandler(app: FastifyInstance, metrics?: Registry) {
   app.setErrorHandler((err: FastifyError | AppError, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) return sendError(reply, err.code, err.details, err.headers);
     const fe = err as FastifyError & { validation?: AjvError[]; validationContext?: string };
@@ -145,6 +179,14 @@ export function installErrorHandler(app: FastifyInstance) {
         .code(status)
         .type('application/json; charset=utf-8')
         .send({ errors: [{ code: 'invalid_request', message: fe.message.slice(0, 200) }] });
+    }
+    // The database down or full is not a bug of this request: a status clients and load
+    // balancers retry (docs/operations.md "When the database fails").
+    const fault = faultAnswer(err);
+    if (fault) {
+      req.log.warn({ err: { message: fe.message, code: (fe as { code?: unknown }).code } }, 'database fault');
+      if (metrics) countDatabaseFault(metrics, fault.kind, 'http');
+      return sendError(reply, fault.code, one(fault.code, fault.message), { 'Retry-After': String(fault.retryAfter) });
     }
     req.log.error({ err }, 'unhandled error');
     return sendError(reply, 'internal_error', one('internal_error', 'Internal server error; safe to retry'));

@@ -22,7 +22,8 @@ export type ErrorCode =
   | 'in_use'
   | 'rate_limited'
   | 'internal_error'
-  | 'unavailable';
+  | 'unavailable'
+  | 'insufficient_storage';
 
 export interface ErrorDetail {
   code: string;

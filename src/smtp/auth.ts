@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { SMTPServerAuthentication, SMTPServerAuthenticationResponse, SMTPServerSession } from 'smtp-server';
 import type { Container } from '../container.ts';
+import { databaseFault } from '../db/faults.ts';
+import { countDatabaseFault } from '../metrics/database-faults.ts';
 import type { SubmissionServer } from './connection.ts';
 import { MAX_AUTH_FAILURES, type SmtpLimits } from './limits.ts';
 import { SmtpReply } from './replies.ts';
@@ -55,7 +57,11 @@ export function createAuthHandler(c: Container, limits: SmtpLimits, server: () =
         callback(null, { user });
       })
       .catch((err: unknown) => {
-        log.error({ err }, 'SMTP AUTH lookup failed');
+        // Temporary either way (454); a database fault is counted, not logged as a bug.
+        const fault = databaseFault(err);
+        if (fault) countDatabaseFault(c.metrics, fault, 'smtp');
+        if (fault) log.warn({ err: { message: (err as Error)?.message } }, 'SMTP AUTH lookup failed: database fault');
+        else log.error({ err }, 'SMTP AUTH lookup failed');
         callback(new SmtpReply(454, '4.7.0', 'Temporary authentication failure, try again later'));
       });
   };

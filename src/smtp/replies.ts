@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { databaseFault } from '../db/faults.ts';
 import { AppError } from '../lib/errors.ts';
+import { countDatabaseFault } from '../metrics/database-faults.ts';
 
 /**
  * An SMTP reply to send instead of the default one. smtp-server reads `responseCode` from errors
@@ -28,6 +31,8 @@ export const reply = {
   rateLimited: (text: string) => new SmtpReply(451, '4.7.1', text),
   tooManyConnections: (text: string) => new SmtpReply(421, '4.7.0', text),
   tempFailure: (text = 'Temporary local problem, please try again later') => new SmtpReply(451, '4.3.0', text),
+  /** RFC 5321 452 / RFC 3463 4.3.1 "mail system full": temporary, the client keeps the message. */
+  storageFull: () => new SmtpReply(452, '4.3.1', 'Insufficient system storage, please try again later'),
   /** RFC 5321 2.3.8 / RFC 5322 2.1: NUL is never allowed in a message; relaying it is unsafe. */
   nulByte: () => new SmtpReply(554, '5.6.0', 'Message contains a NUL byte, which mail may not carry'),
   /** Raw UTF-8 headers need SMTPUTF8 (RFC 6532), which is not offered here. */
@@ -39,8 +44,12 @@ export const reply = {
     ),
 };
 
-/** How the HTTP error codes of the shared services read over SMTP (docs/smtp.md lists them). */
-export function toSmtpReply(err: unknown, log: Logger): SmtpReply {
+/**
+ * How the HTTP error codes of the shared services read over SMTP (docs/smtp.md lists them). A
+ * database fault (src/db/faults.ts) is a temporary reply, counted in `metrics`: 451 4.3.0 while
+ * the database is unreachable, 452 4.3.1 when it is full.
+ */
+export function toSmtpReply(err: unknown, log: Logger, metrics?: Registry): SmtpReply {
   if (err instanceof SmtpReply) return err;
   if (err instanceof AppError) {
     const text = err.details
@@ -65,6 +74,14 @@ export function toSmtpReply(err: unknown, log: Logger): SmtpReply {
       default:
         break;
     }
+  }
+  const fault = databaseFault(err);
+  if (fault) {
+    log.warn({ err: { message: (err as Error)?.message, code: (err as { code?: unknown })?.code } }, 'database fault');
+    if (metrics) countDatabaseFault(metrics, fault, 'smtp');
+    return fault === 'storage_full'
+      ? reply.storageFull()
+      : reply.tempFailure('Temporary local problem: the database is unreachable, please try again later');
   }
   log.error({ err }, 'SMTP submission failed');
   return reply.tempFailure();

@@ -80,7 +80,7 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
           if (!refused) self().connectionOf(session.id)?.progress();
           callback(refused);
         },
-        (err: unknown) => callback(toSmtpReply(err, log)),
+        (err: unknown) => callback(toSmtpReply(err, log, c.metrics)),
       );
     },
 
@@ -117,7 +117,7 @@ function buildServer(c: Container, { limits, tls, log }: Shared, secure: boolean
             return { ok: `2.0.0 Ok: queued as ${r.transmissionId}` };
           } catch (err) {
             metrics.smtpMessages.inc({ result: 'refused' });
-            return { refused: toSmtpReply(err, log) };
+            return { refused: toSmtpReply(err, log, c.metrics) };
           }
         },
         new CrlfStream(),

@@ -39,7 +39,8 @@ const ROOT = join(import.meta.dirname, '../..');
 const md = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
 const doc = (await fetchOpenApiDocument()) as unknown as Doc;
 const all = sections(md);
-const COMMON_STATUSES = new Set(['200', '201', '202', '204', '400', '401', '403', '429', '500', '503']);
+// 503 and 507 (database unreachable or full) can answer any operation: docs/api.md "Errors" says so once.
+const COMMON_STATUSES = new Set(['200', '201', '202', '204', '400', '401', '403', '429', '500', '503', '507']);
 const LIMIT_KEYWORDS = [
   'minLength',
   'maxLength',

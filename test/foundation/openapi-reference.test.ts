@@ -142,7 +142,7 @@ describe('operations', () => {
     expect(checked).toBeGreaterThan(200);
   });
 
-  it('documents the response headers: X-Request-ID, RateLimit-*, Retry-After on 429/503, Idempotent-Replayed where keyed', () => {
+  it('documents the response headers: X-Request-ID, RateLimit-*, Retry-After on 429/503/507, Idempotent-Replayed where keyed', () => {
     for (const { path, method, op } of operations()) {
       const keyed = op.parameters?.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
       for (const [status, res] of Object.entries(op.responses)) {
@@ -153,7 +153,7 @@ describe('operations', () => {
           expect(h, what).toEqual(
             expect.arrayContaining(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']),
           );
-        if (status === '429' || status === '503') expect(h, what).toContain('Retry-After');
+        if (status === '429' || status === '503' || status === '507') expect(h, what).toContain('Retry-After');
         if (status.startsWith('2')) expect(h.includes('Idempotent-Replayed'), what).toBe(Boolean(keyed));
       }
     }

@@ -2,9 +2,9 @@
  * Completes the document @fastify/swagger generates from the route schemas: per operation the
  * scope it needs (`x-required-scope` and a bearer security requirement per accepted scope), the
  * response headers (X-Request-ID, RateLimit-*, Retry-After, Idempotent-Replayed), every error
- * status with the error codes it can carry and an example per code, a 503 for shutdown, an
- * example for every request and response (the module's own from route config `openapi`, else one
- * made from the schema), a description; and for the document the tags, the license and the
+ * status with the error codes it can carry and an example per code, a 503 for shutdown or an
+ * unreachable database and a 507 for a full one, an example for every request and response (the
+ * module's own from route config `openapi`, else one made from the schema), a description; and for the document the tags, the license and the
  * `webhooks`. Route modules only declare; nothing here knows a route by name.
  */
 import type { ErrorCode } from '../../lib/errors.ts';
@@ -139,11 +139,13 @@ export function enrichDocument(doc: Json, routes: ReadonlyMap<string, RouteInfo>
       }
       const scopeText = scopes.length ? `Required scope: ${scopes.map((s) => `\`${s}\``).join(' or ')}.` : '';
       op.description = [op.description ?? op.summary ?? '', scopeText].filter(Boolean).join('\n\n');
-      // Every operation can be cut short by a shutdown or an unreachable database.
-      op.responses['503'] ??= {
-        description: '',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
-      };
+      // Every operation can be cut short by a shutdown or an unreachable database (503), or by a
+      // full database (507: src/db/faults.ts).
+      for (const status of ['503', '507'])
+        op.responses[status] ??= {
+          description: '',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
+        };
       for (const [status, res] of Object.entries(op.responses)) {
         const code = Number(status);
         const headers: Json = { 'X-Request-ID': ref('X-Request-ID') };
@@ -152,7 +154,7 @@ export function enrichDocument(doc: Json, routes: ReadonlyMap<string, RouteInfo>
           headers['RateLimit-Remaining'] = ref('RateLimit-Remaining');
           headers['RateLimit-Reset'] = ref('RateLimit-Reset');
         }
-        if (code === 429 || code === 503) headers['Retry-After'] = ref('Retry-After');
+        if (code === 429 || code === 503 || code === 507) headers['Retry-After'] = ref('Retry-After');
         if (traits.keyed && code >= 200 && code < 300) headers['Idempotent-Replayed'] = ref('Idempotent-Replayed');
         res.headers = { ...(res.headers ?? {}), ...headers };
         const media = res.content?.['application/json'];

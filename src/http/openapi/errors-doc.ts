@@ -35,7 +35,8 @@ const MESSAGES: Record<ErrorCode, string> = {
   sender_domain_not_verified: 'The sender domain is not a verified sending domain of this tenant',
   rate_limited: 'Rate limit exceeded; retry after the Retry-After delay',
   internal_error: 'Internal error; retry later (the X-Request-ID identifies it in the logs)',
-  unavailable: 'Server is shutting down; retry',
+  unavailable: 'The database is unreachable; retry',
+  insufficient_storage: 'The server is out of storage; retry later',
 };
 
 const REASONS: Record<number, string> = {
@@ -50,6 +51,7 @@ const REASONS: Record<number, string> = {
   429: 'Rate limited',
   500: 'Internal error',
   503: 'Unavailable (shutting down or the database is unreachable)',
+  507: 'Insufficient storage (the database is full)',
 };
 
 /** The codes `status` can carry for an operation with these traits. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { Database } from '../../db/index.ts';
+import { databaseFaultCounter } from '../../metrics/database-faults.ts';
 import { mailMetrics } from '../../metrics/mail-metrics.ts';
 import { installQueueGauges } from '../../metrics/queue-gauges.ts';
 import { inboundCounter } from '../../modules/inbound/inbound.service.ts';
@@ -15,6 +16,7 @@ export function createMetricsRegistry(database: Database): Registry {
   collectDefaultMetrics({ register: registry });
   mailMetrics(registry);
   inboundCounter(registry);
+  databaseFaultCounter(registry);
   installQueueGauges(registry, database);
   return registry;
 }
