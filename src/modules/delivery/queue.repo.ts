@@ -125,17 +125,7 @@ export async function loadTransmissions(
     for (let i = 0; i < ids.length; i += LOAD_CHUNK) {
       const rows = await db
         .selectFrom('transmissions')
-        .select([
-          'id',
-          'tenant_id',
-          'content',
-          'raw_message',
-          'options',
-          'mail_type',
-          'tags',
-          'created_at',
-          'total_accepted',
-        ])
+        .select(TRANSMISSION_COLUMNS)
         .where('tenant_id', '=', tenantId)
         .where('id', 'in', ids.slice(i, i + LOAD_CHUNK))
         .execute();
@@ -148,6 +138,19 @@ export async function loadTransmissions(
   }
   return out;
 }
+
+/** What delivery reads of a transmission (loadTransmissions and loadTransmission alike). */
+const TRANSMISSION_COLUMNS = [
+  'id',
+  'tenant_id',
+  'content',
+  'raw_message',
+  'options',
+  'mail_type',
+  'tags',
+  'created_at',
+  'total_accepted',
+] as const;
 
 function clicksTracked(row: { raw_message: string | null; options: string }): boolean {
   return row.raw_message === null && (JSON.parse(row.options) as { click_tracking?: unknown }).click_tracking === true;
@@ -170,21 +173,10 @@ async function loadLinksOf(db: Executor, tenantId: string, transmissionIds: stri
 export async function loadTransmission(db: Executor, tenantId: string, id: string) {
   const row = await db
     .selectFrom('transmissions')
-    .select([
-      'id',
-      'tenant_id',
-      'content',
-      'raw_message',
-      'options',
-      'mail_type',
-      'tags',
-      'created_at',
-      'total_accepted',
-    ])
+    .select(TRANSMISSION_COLUMNS)
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .executeTakeFirst();
   if (!row) return undefined;
-  const clicks = row.raw_message === null && (JSON.parse(row.options) as { click_tracking?: unknown }).click_tracking;
-  return { ...row, tracking_links: clicks === true ? await loadTransmissionLinks(db, tenantId, id) : null };
+  return { ...row, tracking_links: clicksTracked(row) ? await loadTransmissionLinks(db, tenantId, id) : null };
 }
