@@ -8,7 +8,7 @@
  * order today, prototype, today, prototype (BENCH_CLAIMS per design in all):
  * - today: FairClaimer.claim (state 'sending' and the lease written into 200 message rows, their
  *   entries deleted from the two waiting indexes and inserted in messages_leased), and as the
- *   outcome the row update of src/modules/delivery/outcomes.ts (its columns and ownership check;
+ *   outcome the row update of src/modules/outcomes/outcomes.ts (its columns and ownership check;
  *   PostgreSQL its statement text, SQLite one IN list in place of its VALUES join).
  * - prototype: the same tenant walk and per-tenant ranges, each range skipping the ids held in
  *   `bench_message_leases (message_id primary key, holder, lease_until)`, the picks inserted there
@@ -36,7 +36,8 @@ import { WAITING_SQL } from '../src/db/message-state.ts';
 import type { MessagesTable } from '../src/db/schema.ts';
 import { isoAt } from '../src/lib/clock.ts';
 import { createLogger } from '../src/logger.ts';
-import { FairClaimer, NEXT_TENANTS, TENANTS_PER_CLAIM } from '../src/modules/delivery/fair-claim.ts';
+import { FairClaimer, TENANTS_PER_CLAIM } from '../src/modules/delivery/fair-claim.ts';
+import { NEXT_TENANTS } from '../src/modules/outcomes/queue.sql.ts';
 import { freshPgSchema, machine, table } from './lib.ts';
 import { mainThreadNs, pct, walFrames } from './lib-claim-cost.ts';
 import { queueSkewed } from './lib-queue.ts';

@@ -5,13 +5,13 @@
  * (the product's pragmas, no driver, no Kysely), for BENCH_CLAIMS walks of 32 tenants in turn,
  * each part below run once inside a transaction that is rolled back, so every part sees the same
  * queue and none pays for a commit or a checkpoint (bench/fair-claim.ts measures whole claims):
- * - walk: the tenant walk (fair-claim.ts NEXT_TENANTS);
+ * - walk: the tenant walk (outcomes/queue.sql.ts NEXT_TENANTS);
  * - picks by id / by rowid: the claim's per-tenant index ranges alone;
  * - take, before: the claim statement of 1af6593's parent (picks by id, `returning *`);
  * - take, returning id: the same picks and update, returning the id alone (what returning the
  *   rows costs is the difference);
  * - take by rowid, returning *; with better-sqlite3's raw() arrays made into objects;
- * - take, product: fair-claim.ts TAKE_FAIR (rowid picks, rows packed by json_array) and unpacking.
+ * - take, product: outcomes/queue.sql.ts TAKE_FAIR (rowid picks, rows packed by json_array) and unpacking.
  * The takes run in turn first (the first of a walk reads the pages from the OS). Prints p50/p99
  * per part and each take against the before take at p50.
  */
@@ -23,8 +23,9 @@ import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
 import { WAITING_SQL } from '../src/db/message-state.ts';
 import { createLogger } from '../src/logger.ts';
-import { NEXT_TENANTS, TAKE_FAIR, TENANTS_PER_CLAIM } from '../src/modules/delivery/fair-claim.ts';
-import { MESSAGE_COLUMNS, unpackMessages } from '../src/modules/delivery/packed-rows.ts';
+import { TENANTS_PER_CLAIM } from '../src/modules/delivery/fair-claim.ts';
+import { MESSAGE_COLUMNS, unpackMessages } from '../src/modules/outcomes/packed-rows.ts';
+import { NEXT_TENANTS, TAKE_FAIR } from '../src/modules/outcomes/queue.sql.ts';
 import { pct } from './lib-claim-cost.ts';
 import { machine, table } from './lib.ts';
 import { queueSkewed } from './lib-queue.ts';

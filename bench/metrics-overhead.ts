@@ -11,7 +11,7 @@
  */
 import { Registry } from 'prom-client';
 import { countOutcome, countWebhookPost, mailMetrics, observeRender } from '../src/metrics/mail-metrics.ts';
-import type { Outcome } from '../src/modules/delivery/outcomes.ts';
+import type { Outcome } from '../src/modules/outcomes/outcomes.ts';
 import { dkimSign, generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import type { Job } from '../src/modules/webhooks/jobs.ts';
 

@@ -37,7 +37,7 @@ import { IpPoolsService } from './modules/ip-pools/ip-pools.service.ts';
 import { SourceAddresses } from './modules/ip-pools/source-addresses.ts';
 import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
 import { loadPacingData } from './modules/pacing/pacing-data.ts';
-import { loadBounceRules, installBounceRules } from './modules/delivery/bounce-rules.ts';
+import { loadBounceRules, installBounceRules } from './modules/outcomes/bounce-rules.ts';
 import { PacingService } from './modules/pacing/pacing.service.ts';
 
 /**

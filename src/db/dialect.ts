@@ -77,19 +77,23 @@ export async function runSql<R>(
   statement: DialectSql | string,
   params: readonly unknown[],
 ): Promise<R[]> {
-  if (typeof statement === 'string') {
-    return (await db.executeQuery<R>(CompiledQuery.raw(statement, params as unknown[]))).rows as R[];
-  }
+  return (await db.executeQuery<R>(compiled(db, statement, params))).rows as R[];
+}
+
+/** Runs a statement as runSql does, for how many rows it changed (an UPDATE without RETURNING). */
+export async function runSqlCount(db: Executor, statement: DialectSql, params: readonly unknown[]): Promise<number> {
+  return Number((await db.executeQuery(compiled(db, statement, params))).numAffectedRows ?? 0);
+}
+
+function compiled(db: Executor, statement: DialectSql | string, params: readonly unknown[]): CompiledQuery {
+  if (typeof statement === 'string') return CompiledQuery.raw(statement, params as unknown[]);
   const pg = isPostgres(db);
   let bound: readonly unknown[] = params;
   if (!pg) {
     const json = params.map((p) => (Array.isArray(p) ? JSON.stringify(p) : p));
     bound = statement.sqliteArgs ? statement.sqliteArgs.map((i) => json[i]) : json;
   }
-  const res = await db.executeQuery<R>(
-    CompiledQuery.raw(pg ? statement.postgres : statement.sqlite, bound as unknown[]),
-  );
-  return res.rows as R[];
+  return CompiledQuery.raw(pg ? statement.postgres : statement.sqlite, bound as unknown[]);
 }
 
 /** The placeholder of logical parameter `n` (1-based): `$n` on PostgreSQL, `?` on SQLite. */

@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
+import { runSqlCount } from '../db/dialect.ts';
 import type { Executor } from '../db/executor.ts';
-import type { MessageState } from '../db/message-state.ts';
-import { RELEASED_STATE_SQL } from '../db/message-state.ts';
 import { isoAt } from '../lib/clock.ts';
+import { RELEASE_HOLDER } from '../modules/outcomes/queue.sql.ts';
+import { SQL as WEBHOOK_QUEUE_SQL } from '../modules/webhooks/queue.sql.ts';
 
 export interface Released {
   messages: number;
@@ -20,19 +20,8 @@ export interface Released {
  */
 export async function releaseClaimsOf(db: Executor, holder: string, nowMs = Date.now()): Promise<Released> {
   const now = isoAt(nowMs);
-  const messages = await db
-    .updateTable('messages')
-    .set({
-      state: sql.raw<MessageState>(RELEASED_STATE_SQL),
-      next_attempt_at: now,
-      locked_by: null,
-      locked_until: null,
-      updated_at: now,
-    })
-    // state = 'sending': the partial index messages_leased (migration 020), not the table.
-    .where('state', '=', 'sending')
-    .where('locked_by', '=', holder)
-    .executeTakeFirst();
+  // The queues' own statements: each queue's SQL is kept in one file.
+  const messages = await runSqlCount(db, RELEASE_HOLDER, [now, holder]);
   const keys = await db
     .updateTable('idempotency_keys')
     // Expired: the claim path takes an in-progress key over once locked_until has passed.
@@ -40,20 +29,16 @@ export async function releaseClaimsOf(db: Executor, holder: string, nowMs = Date
     .where('state', '=', 'in_progress')
     .where('locked_by', '=', holder)
     .executeTakeFirst();
-  const units = await db
-    .updateTable('webhook_queue')
-    .set({ locked_until: null, locked_by: null, next_attempt_at: now })
-    .where('locked_by', '=', holder)
-    .executeTakeFirst();
+  const webhookUnits = await runSqlCount(db, WEBHOOK_QUEUE_SQL.releaseHolder, [holder, now]);
   const leases = await db
     .updateTable('leases')
     .set({ locked_until: isoAt(0) })
     .where('holder', '=', holder)
     .executeTakeFirst();
   return {
-    messages: Number(messages.numUpdatedRows),
+    messages,
     idempotencyKeys: Number(keys.numUpdatedRows),
-    webhookUnits: Number(units.numUpdatedRows),
+    webhookUnits,
     leases: Number(leases.numUpdatedRows),
   };
 }

@@ -5,7 +5,7 @@
  * touches the database (queue depth is sampled at scrape time, queue-gauges.ts).
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Outcome } from '../modules/delivery/outcomes.ts';
+import type { Outcome } from '../modules/outcomes/outcomes.ts';
 import type { RenderedMessage } from '../modules/delivery/render/renderer.ts';
 import type { Job } from '../modules/webhooks/jobs.ts';
 import type { SendResult } from '../modules/webhooks/sender.ts';

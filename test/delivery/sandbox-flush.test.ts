@@ -18,7 +18,7 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_OUTCOME_BATCH, OutcomeBuffer } from '../../src/modules/delivery/outcome-buffer.ts';
-import type { Outcome } from '../../src/modules/delivery/outcomes.ts';
+import type { Outcome } from '../../src/modules/outcomes/outcomes.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { startTestWorker } from '../helpers/delivery.ts';
 

@@ -8,7 +8,7 @@
  * (test/inbound/corpus.ts) with such runs inserted.
  */
 import fc from 'fast-check';
-import { classifyBounce } from '../../src/modules/delivery/bounce-rules.ts';
+import { classifyBounce } from '../../src/modules/outcomes/bounce-rules.ts';
 import {
   addressField,
   diagnosticText,
@@ -32,7 +32,7 @@ import {
 } from '../../src/modules/inbound/mime-decode.ts';
 import { MAX_PARTS, SCAN_BYTES, walkMessage } from '../../src/modules/inbound/mime-walk.ts';
 import { findReferences, parseInbound } from '../../src/modules/inbound/report-parser.ts';
-import { VerpSigner, verpTokenOf } from '../../src/modules/inbound/verp.ts';
+import { VerpSigner, verpTokenOf } from '../../src/modules/outcomes/verp.ts';
 import * as corpus from '../inbound/corpus.ts';
 
 /** The size each generated message is cut to: the 64 KB the plain-text heuristics read. */

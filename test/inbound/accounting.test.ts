@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Container } from '../../src/container.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningInbound, startInboundServer } from '../../src/modules/inbound/server.ts';
-import { VerpSigner } from '../../src/modules/inbound/verp.ts';
+import { VerpSigner } from '../../src/modules/outcomes/verp.ts';
 import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import * as corpus from './corpus.ts';
 import { deliver, eventsOf, type Harness, sendInbound, startHarness } from './harness.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VerpSigner } from '../../src/modules/inbound/verp.ts';
+import { VerpSigner } from '../../src/modules/outcomes/verp.ts';
 import { nodeEnv } from '../helpers/cluster.ts';
 import { createTestContext, type TestContext } from '../helpers/context.ts';
 import { metricValue } from '../helpers/metrics.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VerpSigner } from '../../src/modules/inbound/verp.ts';
+import { VerpSigner } from '../../src/modules/outcomes/verp.ts';
 import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import { call } from '../helpers/context.ts';
 import * as corpus from './corpus.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VerpSigner, verpTokenOf } from '../../src/modules/inbound/verp.ts';
+import { VerpSigner, verpTokenOf } from '../../src/modules/outcomes/verp.ts';
 import { deliver, type Harness, startHarness } from './harness.ts';
 
 let h: Harness;

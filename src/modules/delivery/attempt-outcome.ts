@@ -6,9 +6,9 @@
  * - Anything transient (4xx, timeouts, connection trouble): deferred to the next slot of the
  *   retry schedule, or failed once the schedule (72 h from acceptance) is used up.
  */
-import { classifyBounce, nextAttemptAt } from './bounce-rules.ts';
+import { classifyBounce, nextAttemptAt } from '../outcomes/bounce-rules.ts';
 import type { Route } from './destination.ts';
-import type { AttemptRecord, MessageContext, Outcome } from './outcomes.ts';
+import type { AttemptRecord, MessageContext, Outcome } from '../outcomes/outcomes.ts';
 import type { PolicyLookup } from './smtp/mta-sts.ts';
 import { mxMatches } from './smtp/mta-sts-policy.ts';
 import type { AttemptResult } from './smtp/smtp-client.ts';

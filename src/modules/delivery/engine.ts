@@ -9,7 +9,7 @@ import type { SigningKeyLookup } from './render/renderer.ts';
 import { relayFromUrl } from './smtp/relay-url.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 import { deriveTokenKey } from '../tracking/token.ts';
-import { VerpSigner } from '../inbound/verp.ts';
+import { VerpSigner } from '../outcomes/verp.ts';
 import { mailMetrics } from '../../metrics/mail-metrics.ts';
 import { createSourcePicker } from '../ip-pools/source-picker.ts';
 

@@ -1,10 +1,10 @@
-import { dialectSql, isPostgres, runSql } from '../../db/dialect.ts';
+import { isPostgres, runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
-import { WAITING_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
-import { PACKED_MESSAGE_SQL, unpackMessages } from './packed-rows.ts';
+import { unpackMessages } from '../outcomes/packed-rows.ts';
+import { ANY_DUE, NEXT_TENANTS, TAKE_EXPIRED, TAKE_FAIR } from '../outcomes/queue.sql.ts';
 
 /**
  * Fair claims (issue 18, docs/pacing.md "Fairness"). The old claim took the n earliest due rows
@@ -19,7 +19,8 @@ import { PACKED_MESSAGE_SQL, unpackMessages } from './packed-rows.ts';
  *    in due order: at most two short index ranges per tenant.
  * 3. Those rows are taken with the lease, re-checked (still waiting and due) so two workers that
  *    picked the same rows cannot both take one: on PostgreSQL under FOR UPDATE SKIP LOCKED, on
- *    SQLite under its single writer lock. Steps 2 and 3 are one statement (TAKE_FAIR).
+ *    SQLite under its single writer lock. Steps 2 and 3 are one statement (TAKE_FAIR: the
+ *    claim's statements are in src/modules/outcomes/queue.sql.ts with the queue's others).
  *
  * Before all that, one probe of messages_leased takes over leases that ran out (TAKE_EXPIRED; at
  * most once a second per claimer unless the last probe filled the batch).
@@ -46,91 +47,6 @@ const MAX_WALKS_PER_CLAIM = 8;
  * all the other claims; a probe that filled the batch is repeated on the next claim.
  */
 const EXPIRED_PROBE_MS = 1_000;
-
-/** [now] -> a row if any waiting message is due (messages_waiting, migration 020: one index probe). */
-const ANY_DUE = dialectSql({
-  sqlite: `select id from messages indexed by messages_waiting where ${WAITING_SQL} and next_attempt_at <= ? limit 1`,
-  postgres: `select id from messages where ${WAITING_SQL} and next_attempt_at <= $1 limit 1`,
-});
-
-/**
- * [until, workerId, now, limit, skip] -> rows whose lease ran out (their worker died, or its
- * send outlived the lease), taken over with a new lease: crash recovery and node takeover. They
- * are no longer in the waiting indexes the fair claim reads (migration 020), so every claim first
- * probes messages_leased (locked_until, `sending` only): one index probe when none ran out. Taken
- * in lease order, not by tenant: they were claimed once already, so they were the oldest due.
- */
-const TAKE_EXPIRED = dialectSql({
-  sqlite:
-    'update messages set locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ' +
-    "where id in (select id from messages indexed by messages_leased where state = 'sending' and locked_until <= ? " +
-    'and tenant_id not in (select value from json_each(?)) order by locked_until limit ?) returning *',
-  sqliteArgs: [0, 1, 0, 2, 2, 4, 3],
-  postgres:
-    'update messages set locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ' +
-    "where id = any(array(select id from messages where state = 'sending' and locked_until <= $3 " +
-    'and not (tenant_id = any($5::text[])) order by locked_until limit $4 for update skip locked)) ' +
-    "and state = 'sending' and locked_until <= $3 returning *",
-});
-
-/** [cursor, count] -> tenant_id rows. Exported for the benches (bench/fair-claim-*.ts). */
-export const NEXT_TENANTS = dialectSql({
-  // INDEXED BY: other tenant-led indexes also cover tenant_id but hold every finished row.
-  sqlite:
-    'with recursive t(tenant_id, n) as (' +
-    `select (select tenant_id from messages indexed by messages_waiting_fair where ${WAITING_SQL} and tenant_id > ? order by tenant_id limit 1), 1 ` +
-    'union all ' +
-    `select (select m.tenant_id from messages m indexed by messages_waiting_fair where m.${WAITING_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
-    'from t where t.tenant_id is not null and t.n < ?) select tenant_id from t where tenant_id is not null',
-  postgres:
-    'with recursive t(tenant_id, n) as (' +
-    `select (select tenant_id from messages where ${WAITING_SQL} and tenant_id > $1 order by tenant_id limit 1), 1 ` +
-    'union all ' +
-    `select (select m.tenant_id from messages m where m.${WAITING_SQL} and m.tenant_id > t.tenant_id order by m.tenant_id limit 1), t.n + 1 ` +
-    'from t where t.tenant_id is not null and t.n < $2) select tenant_id from t where tenant_id is not null',
-});
-
-/**
- * PostgreSQL, in one statement: [until, workerId, now, tenants, perTenant, limit]. Each tenant's
- * share is a LATERAL pair of index ranges (priority 0 first; the Append stops at the limit), and
- * the picked rows are locked with SKIP LOCKED before the update re-checks them.
- */
-const TAKE_FAIR_PG =
-  `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
-  `where id = any(array(select id from messages where id = any(array(` +
-  'select x.id from unnest($4::text[]) as t(tid) cross join lateral (' +
-  `(select id from messages where tenant_id = t.tid and ${WAITING_SQL} and priority = 0 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
-  'union all ' +
-  `(select id from messages where tenant_id = t.tid and ${WAITING_SQL} and priority = 1 and next_attempt_at <= $3 order by next_attempt_at limit $5) ` +
-  `limit $5) x limit $6)) and ${WAITING_SQL} and next_attempt_at <= $3 for update skip locked)) returning *`;
-
-/**
- * The claim in one statement: [until, workerId, now, tenants, share, limit] -> the claimed rows.
- * SQLite: for each tenant in walk order (CROSS JOIN keeps json_each first), a correlated pair of
- * index ranges of messages_waiting_fair (priority 0 first, each in due order, `share` in all), then the
- * update, under SQLite's writer lock so no other worker takes a row in between.
- * Before, the picks were 64 short statements (two per tenant) before the UPDATE: their trips
- * through the driver cost more than their index ranges (docs/benchmarks.md, "Fair claims"). The
- * text is short enough for the statement cache (src/db/statement-cache.ts). The unary `+` keeps the re-check out of the planner's index choice: on `next_attempt_at <= ?`
- * it walked the due-order index over every due row instead of looking up the ids by primary key.
- * The picks are rowids, which every index entry holds: the ranges read only the index and the
- * update goes to each row directly, where picking `id` read each row from the table, then looked
- * it up again in the primary key's index twice (the join and the update). The rows come back
- * packed (packed-rows.ts). Both cut the claim's CPU (docs/benchmarks.md "Session 13"). A rowid is
- * only used inside this one statement, so nothing depends on it staying the same.
- */
-export const TAKE_FAIR = dialectSql({
-  sqlite:
-    `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
-    'where rowid in (select m.rowid from json_each(?) t cross join messages m on m.rowid in (' +
-    `select r from (select rowid as r from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
-    'and priority = 0 and next_attempt_at <= ? order by next_attempt_at limit ?) union all ' +
-    `select r from (select rowid as r from messages indexed by messages_waiting_fair where tenant_id = t.value and ${WAITING_SQL} ` +
-    'and priority = 1 and next_attempt_at <= ? order by next_attempt_at limit ?) limit ?) limit ?) ' +
-    `and +${WAITING_SQL} and +next_attempt_at <= ? returning ${PACKED_MESSAGE_SQL}`,
-  sqliteArgs: [0, 1, 0, 2, 3, 2, 4, 2, 4, 4, 5, 2],
-  postgres: TAKE_FAIR_PG,
-});
 
 /** Runs TAKE_FAIR: SQLite's rows come back packed, PostgreSQL's as they are. */
 async function takeFair(db: Executor, params: readonly unknown[]): Promise<MessagesTable[]> {

@@ -3,7 +3,7 @@ import { observeRender } from '../../metrics/mail-metrics.ts';
 import { replyText } from '../pacing/pacing.service.ts';
 import { attemptRecord, outcomeOf } from './attempt-outcome.ts';
 import { connectRoute, type Route } from './destination.ts';
-import type { Outcome } from './outcomes.ts';
+import type { Outcome } from '../outcomes/outcomes.ts';
 import type { RenderedMessage } from './render/renderer.ts';
 import type { SmtpSession } from './smtp/smtp-client.ts';
 import type { LaneTarget, SessionEnd, SlotHandover, Turn } from './slot-handover.ts';

@@ -2,7 +2,7 @@ import type { MessagesTable } from '../../db/schema.ts';
 import type { Destination } from '../ip-pools/source-picker.ts';
 import { attemptRecord } from './attempt-outcome.ts';
 import type { Route } from './destination.ts';
-import type { Outcome } from './outcomes.ts';
+import type { Outcome } from '../outcomes/outcomes.ts';
 import type { Job, ResolvedWorkerOptions } from './worker-types.ts';
 
 /** What moving jobs off a source address needs from the delivery worker (worker.ts). */

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import { countOutcome, type MailMetrics } from '../../metrics/mail-metrics.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
-import { type Outcome, recordOutcomes } from './outcomes.ts';
+import { type Outcome, recordOutcomes } from '../outcomes/outcomes.ts';
 
 /**
  * Most outcomes one transaction writes. Sandbox messages complete as soon as they are claimed,

@@ -1,20 +1,19 @@
-import { dialectSql, runSql } from '../../db/dialect.ts';
+import { runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
-import { RELEASED_STATE_SQL, WAITING_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
+import { CLAIM_BY_DUE_TIME, NEXT_DUE, RELEASE } from '../outcomes/queue.sql.ts';
 import { loadTransmissionLinks } from '../tracking/links.ts';
 
 /**
- * The delivery queue is the messages table itself (no second queue to lose). A claim moves due
- * rows to `sending` and pushes next_attempt_at to the lease's end; a crashed worker's messages
- * are taken over from messages_leased once the lease expires (fair-claim.ts), never lost.
+ * The delivery queue is the messages table itself (no second queue to lose); its statements are
+ * in src/modules/outcomes/queue.sql.ts. A claim moves due rows to `sending` and pushes
+ * next_attempt_at to the lease's end; a crashed worker's messages are taken over from
+ * messages_leased once the lease expires (fair-claim.ts), never lost.
  * This is the old FIFO claim by due time, kept for bench/fair-claim.ts to compare against; the
  * worker claims with FairClaimer. It reads the partial index messages_waiting in due order
  * (migration 020) and takes waiting rows only.
- * PostgreSQL: FOR UPDATE SKIP LOCKED lets many workers claim disjoint batches.
- * SQLite: the UPDATE ... RETURNING statement is atomic under the single writer lock.
  */
 export async function claimDueMessages(
   database: Database,
@@ -25,31 +24,13 @@ export async function claimDueMessages(
 ): Promise<MessagesTable[]> {
   const now = isoAt(nowMs);
   const until = isoAt(nowMs + leaseMs);
-  // Raw text: the states must be literals for the planners to use messages_waiting (migration
-  // 020); a bound list would make them sort every due row on each claim.
-  return runSql<MessagesTable>(database.db, CLAIM, [until, workerId, now, limit]);
+  return runSql<MessagesTable>(database.db, CLAIM_BY_DUE_TIME, [until, workerId, now, limit]);
 }
 
-/** [until, workerId, now, limit] */
-const CLAIM = dialectSql({
-  // INDEXED BY: without statistics SQLite may pick another index and sort every due row.
-  sqlite:
-    `update messages set state = 'sending', locked_until = ?, locked_by = ?, next_attempt_at = ?, updated_at = ? ` +
-    `where id in (select id from messages indexed by messages_waiting where ${WAITING_SQL} ` +
-    'and next_attempt_at <= ? order by next_attempt_at limit ?) returning *',
-  sqliteArgs: [0, 1, 0, 2, 2, 3],
-  // = any(array(...)): the due ids are picked first (an InitPlan), then fetched by primary key;
-  // `in (select ...)` let the planner hash-join against a scan of the whole table.
-  postgres:
-    `update messages set state = 'sending', locked_until = $1, locked_by = $2, next_attempt_at = $1, updated_at = $3 ` +
-    `where id = any(array(select id from messages where ${WAITING_SQL} and next_attempt_at <= $3 ` +
-    'order by next_attempt_at limit $4 for update skip locked)) returning *',
-});
-
 /**
- * Puts messages this worker claimed but did not send back in the queue, due at once and with no
- * attempt counted (as a lease running out would), in one statement: `deferred` if they had been
- * tried before, else `queued`. Rows another worker has taken meanwhile are left alone.
+ * Puts messages this worker claimed but did not send back in the queue, due at `nowMs` (at once
+ * by default, as a lease running out would make them) and with no attempt counted, in one
+ * statement. Rows another worker has taken meanwhile are left alone.
  */
 export async function releaseMessages(
   database: Database,
@@ -62,36 +43,15 @@ export async function releaseMessages(
   await runSql(database.db, RELEASE, [isoAt(nowMs), workerId, [...ids].sort()]);
 }
 
-/** [now, workerId, ids] */
-const RELEASE = dialectSql({
-  sqlite:
-    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = ?, locked_by = null, locked_until = null ` +
-    'where id in (select value from json_each(?)) and locked_by = ?',
-  sqliteArgs: [0, 2, 1],
-  postgres:
-    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = $1, locked_by = null, locked_until = null ` +
-    'where id = any($3::text[]) and locked_by = $2',
-});
-
 /**
  * Earliest time a claim could take something (to sleep until then), or null: the first waiting
- * message's due time or the first lease's end (`sending` rows' next_attempt_at is their lease's
- * end), one index probe each (messages_waiting, messages_leased).
+ * message's due time or the first lease's end.
  */
 export async function nextDueAt(db: Executor): Promise<string | null> {
   const [row] = await runSql<{ waiting: string | null; leased: string | null }>(db, NEXT_DUE, []);
   const at = [row?.waiting, row?.leased].filter((x): x is string => typeof x === 'string').sort();
   return at[0] ?? null;
 }
-
-const NEXT_DUE = dialectSql({
-  sqlite:
-    `select (select min(next_attempt_at) from messages indexed by messages_waiting where ${WAITING_SQL}) as waiting, ` +
-    "(select min(locked_until) from messages indexed by messages_leased where state = 'sending') as leased",
-  postgres:
-    `select (select min(next_attempt_at) from messages where ${WAITING_SQL}) as waiting, ` +
-    "(select min(locked_until) from messages where state = 'sending') as leased",
-});
 
 /**
  * A transmission as delivery loads it (once per transmission per worker), with its link table

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import type { MailMetrics } from '../../metrics/mail-metrics.ts';
-import type { VerpSigner } from '../inbound/verp.ts';
+import type { VerpSigner } from '../outcomes/verp.ts';
 import type { SourcePicker } from '../ip-pools/source-picker.ts';
 import type { PacingService } from '../pacing/pacing.service.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
@@ -27,7 +27,7 @@ export interface DeliveryWorkerOptions {
   signingKey: SigningKeyLookup;
   /** Tracking base URL and token key (docs/tracking.md); null = no tracking, no List-Unsubscribe. */
   tracking?: { base: string; key: Uint8Array } | null;
-  /** Signs the VERP token of each message's envelope sender (src/modules/inbound/verp.ts). */
+  /** Signs the VERP token of each message's envelope sender (src/modules/outcomes/verp.ts). */
   verp: VerpSigner;
   /** POSTYARD_BOUNCE_HOST: the return-path domain of mail whose From domain has no signing key. */
   bounceHost: string;

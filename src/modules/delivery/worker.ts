@@ -12,7 +12,7 @@ import { IdleWait } from './idle-wait.ts';
 import { type LaneHost, runLane } from './lane.ts';
 import { type MoveOffHost, moveOff } from './move-off.ts';
 import { OutcomeBuffer } from './outcome-buffer.ts';
-import type { Outcome } from './outcomes.ts';
+import type { Outcome } from '../outcomes/outcomes.ts';
 import { releaseMessages } from './queue.repo.ts';
 import { TenantShares } from './tenant-shares.ts';
 import { type LaneTarget, SlotHandover } from './slot-handover.ts';

@@ -5,8 +5,8 @@ import { smtpFigures } from './delivery-status.ts';
  * Reading what is not a standard report: plain-text bounces from older MTAs (qmail's "failure
  * notice", Exim without DSN, Exchange and Gmail notices) and auto-replies (RFC 3834
  * Auto-Submitted, the older X-Autoreply / Precedence headers, and the usual subjects). The
- * classification of a bounce found here is the delivery engine's rule table
- * (src/modules/delivery/bounce-rules.ts): this file only finds the codes and the sentence.
+ * classification of a bounce found here is the bounce rule table
+ * (src/modules/outcomes/bounce-rules.ts): this file only finds the codes and the sentence.
  */
 
 const BOUNCE_SENDER = /mailer-daemon|postmaster|mail delivery (?:subsystem|system)|microsoftexchange/i;

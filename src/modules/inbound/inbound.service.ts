@@ -6,13 +6,13 @@ import type { SuppressionsService } from '../suppressions/suppressions.service.t
 import type { TrackingService } from '../tracking/tracking.service.ts';
 import { type FeedbackHook, ReportWriter } from './report-batch.ts';
 import { type InboundReport, parseInbound } from './report-parser.ts';
-import type { VerpSigner } from './verp.ts';
+import type { VerpSigner } from '../outcomes/verp.ts';
 
 /**
  * What an inbound report does to our messages (docs/inbound.md):
  * - DSN `failed` for a `delivered` message: the message becomes `bounced`, `message.bounced`
- *   with `data.async: true` and the delivery engine's classification, and the same automatic
- *   suppression a synchronous bounce gives (outcomes.ts eventFor / suppressIfProven);
+ *   with `data.async: true` and the bounce rules' classification, and the same automatic
+ *   suppression a synchronous bounce gives (src/modules/outcomes/: eventFor, bounceSuppression);
  * - DSN `delayed`: `message.deferred` with `data.async: true`, the state stays `delivered`;
  * - ARF: `message.complained` (once per message) and a `complaint` suppression;
  * - auto-replies are counted and dropped; whatever matches none of our messages is counted and

@@ -2,28 +2,21 @@ import type { Transaction } from 'kysely';
 import { dialectSql, runSql } from '../../db/dialect.ts';
 import type { GroupCommit } from '../../db/group-commit.ts';
 import type { DB, MessagesTable } from '../../db/schema.ts';
-import { nowIso } from '../../lib/clock.ts';
-import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
+import type { Suppress } from '../outcomes/outcomes.ts';
+import { type ReportedBounce, recordReportOutcomes } from '../outcomes/report-outcomes.ts';
+import type { VerpSigner } from '../outcomes/verp.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
-import {
-  bounceOf,
-  complaintEvent,
-  delayedEvent,
-  outcomeBase,
-  pickStatus,
-  type Row,
-  type Suppress,
-} from './report-effects.ts';
+import { bounceOf, complaintEvent, delayedEvent, outcomeBase, pickStatus, type Row } from './report-effects.ts';
 import type { InboundReport } from './report-parser.ts';
-import type { VerpSigner } from './verp.ts';
 
 /**
  * Writes what reports do, many reports per transaction (issue 17, performance): one lookup of
- * all their messages, one UPDATE for all bounced messages, one insert of all events, one upsert
- * of each tenant's suppressions. Reports that arrive while a batch is being written form the
- * next batch, so under load batches grow and the cost per report falls; alone, a report is a
- * batch of one. Each report's promise settles only after the transaction holding it commits, so
+ * all their messages, then their effects in one go by the outcomes module
+ * (src/modules/outcomes/report-outcomes.ts: one UPDATE for all bounced messages, one insert of
+ * all events, one upsert of each tenant's suppressions). Reports that arrive while a batch is
+ * being written form the next batch, so under load batches grow and the cost per report falls;
+ * alone, a report is a batch of one. Each report's promise settles only after the transaction holding it commits, so
  * the listener still answers 250 only once the result is durable.
  *
  * The batch runs as one unit of the group commit (on SQLite it shares the transaction with
@@ -69,25 +62,6 @@ const LOOKUP = dialectSql({
     'select m.*, t.mail_type as mail_type, t.tags as tags from messages m ' +
     'join transmissions t on t.id = m.transmission_id and t.tenant_id = m.tenant_id ' +
     'where m.id = any($1::text[])',
-});
-
-/**
- * Rows `[id, tenant_id, last_response]` as one JSON parameter; only `delivered` ones move.
- * SQLite: `+messages.state` keeps the planner off messages_due (state, ...): with it, it walked
- * every delivered message for each row of the batch (measured: 60% of the CPU of bench:inbound);
- * without, each row is one primary-key lookup.
- */
-const BOUNCE = dialectSql({
-  sqlite:
-    "update messages set state = 'bounced', last_response = j.value ->> 2, updated_at = ? " +
-    'from json_each(?) as j ' +
-    "where messages.id = j.value ->> 0 and messages.tenant_id = j.value ->> 1 and +messages.state = 'delivered' " +
-    'returning messages.id',
-  postgres:
-    "update messages set state = 'bounced', last_response = j ->> 2, updated_at = $1 " +
-    'from jsonb_array_elements($2::jsonb) as j ' +
-    "where messages.id = j ->> 0 and messages.tenant_id = j ->> 1 and messages.state = 'delivered' " +
-    'returning messages.id',
 });
 
 export class ReportWriter {
@@ -150,18 +124,10 @@ export class ReportWriter {
     const found = batch.map((p, i) => pick(p.target, candidates[i] as Candidates, rows));
     const complainedBefore = await this.complained(trx, batch, found);
 
-    const now = nowIso();
     const results: ReportResult[] = [];
     /** State as this batch leaves it, for later reports in the same batch. */
     const state = new Map<string, string>();
-    const bounces: {
-      id: string;
-      tenant: string;
-      response: string;
-      event: NewEvent;
-      suppress: Suppress | null;
-      msg: MessagesTable;
-    }[] = [];
+    const bounces: (ReportedBounce & { msg: MessagesTable })[] = [];
     const events: NewEvent[] = [];
     const suppress: Suppress[] = [];
     const feedback: { msg: MessagesTable; kind: 'bounced' | 'complained' }[] = [];
@@ -225,27 +191,9 @@ export class ReportWriter {
       events.push(delayedEvent(row, status));
     }
 
-    if (bounces.length > 0) {
-      // Sorted by id: concurrent batches on PostgreSQL lock rows in one order (no deadlocks).
-      const sorted = [...bounces].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      const payload = JSON.stringify(sorted.map((b) => [b.id, b.tenant, b.response]));
-      const moved = new Set((await runSql<{ id: string }>(trx, BOUNCE, [now, payload])).map((r) => r.id));
-      // A message another node bounced first was reported by that node (result still 'bounce').
-      for (const b of bounces) {
-        if (!moved.has(b.id)) continue;
-        events.push(b.event);
-        if (b.suppress) suppress.push(b.suppress);
-        feedback.push({ msg: b.msg, kind: 'bounced' });
-      }
-    }
-    await insertEvents(trx, events);
-    const byTenant = new Map<string, Suppress[]>();
-    for (const s of suppress) {
-      const list = byTenant.get(s.tenant);
-      if (list) list.push(s);
-      else byTenant.set(s.tenant, [s]);
-    }
-    for (const [tenant, list] of byTenant) await this.suppressions.addAutomaticMany(trx, tenant, list);
+    const moved = await recordReportOutcomes(trx, this.suppressions, { bounces, events, suppress });
+    // A message another node bounced first was reported by that node (result still 'bounce').
+    for (const b of bounces) if (moved.has(b.id)) feedback.push({ msg: b.msg, kind: 'bounced' });
     if (this.onFeedback && feedback.length > 0) await this.onFeedback(trx, feedback);
     return results;
   }

@@ -1,26 +1,19 @@
 import type { MessagesTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
-import { classifyBounce } from '../delivery/bounce-rules.ts';
-import { type AttemptRecord, eventFor, type Outcome } from '../delivery/outcomes.ts';
 import type { NewEvent } from '../events/events.types.ts';
+import { classifyBounce } from '../outcomes/bounce-rules.ts';
+import { type AttemptRecord, bounceSuppression, eventFor, type Outcome } from '../outcomes/outcomes.ts';
 import type { RecipientStatus } from './report-parser.ts';
 
 /**
- * What one report does to one message, as data for report-batch.ts to write: the event, the
- * suppression, the classification. The same rules as a synchronous outcome
- * (src/modules/delivery/outcomes.ts eventFor, bounce-rules.ts), marked `async: true`.
+ * What one report does to one message, as data for report-batch.ts to have written
+ * (src/modules/outcomes/report-outcomes.ts): the event, the suppression, the classification. The
+ * same rules as a synchronous outcome (src/modules/outcomes/: outcomes.ts eventFor and
+ * bounceSuppression, bounce-rules.ts), marked `async: true`.
  */
 
 /** A message as the batch loads it: its row with its transmission's mail type and tags. */
 export type Row = MessagesTable & { mail_type: string; tags: string };
-
-export interface Suppress {
-  tenant: string;
-  identifier: string;
-  reason_category: 'hard_bounce' | 'complaint';
-  source: 'bounce' | 'complaint';
-  description: string;
-}
 
 export function outcomeBase(row: Row) {
   const { mail_type, tags, ...msg } = row;
@@ -44,17 +37,8 @@ export function bounceOf(row: Row, status: RecipientStatus) {
   };
   const event = eventFor(outcome, row.attempt_count);
   event.data = { ...event.data, async: true, rule: bounce.rule, remote_mta: status.remoteMta };
-  // The same automatic suppression a synchronous bounce gives (outcomes.ts suppressIfProven).
-  const suppress: Suppress | null = bounce.suppress
-    ? {
-        tenant: row.tenant_id,
-        identifier: row.recipient,
-        reason_category: 'hard_bounce',
-        source: 'bounce',
-        description: diagnostic.slice(0, 500),
-      }
-    : null;
-  return { outcome, event, suppress };
+  // The same automatic suppression a synchronous bounce gives.
+  return { outcome, event, suppress: bounceSuppression(outcome) };
 }
 
 export function delayedEvent(row: Row, status: RecipientStatus): NewEvent {

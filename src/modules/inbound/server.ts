@@ -8,7 +8,7 @@ import { reply, SmtpReply } from '../../smtp/replies.ts';
 import { receiveData } from '../../smtp/receive-data.ts';
 import { resolveTls } from '../../smtp/tls.ts';
 import { type InboundResult, InboundService, type InboundTarget } from './inbound.service.ts';
-import { VerpSigner, verpTokenOf } from './verp.ts';
+import { VerpSigner, verpTokenOf } from '../outcomes/verp.ts';
 import { deriveTokenKey, verifyToken } from '../tracking/token.ts';
 import { TrackingService } from '../tracking/tracking.service.ts';
 

@@ -1,11 +1,11 @@
 import { isIP } from 'node:net';
 import type { Logger } from 'pino';
-import { dialectSql, runSql } from '../../db/dialect.ts';
+import { runSql } from '../../db/dialect.ts';
 import type { Database } from '../../db/index.ts';
-import { RELEASED_STATE_SQL } from '../../db/message-state.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { type Clock, isoAt, systemClock } from '../../lib/clock.ts';
+import { RELEASE, SET_SOURCE } from '../outcomes/queue.sql.ts';
 import { countWarmupFeedback, type WarmupPolicyRules, WarmupLedger } from '../warmup/ledger.ts';
 import { allPoolsForRouting } from './ip-pools.repo.ts';
 import { canonicalAddress } from './ip-pools.service.ts';
@@ -204,7 +204,8 @@ export class SourcePicker {
       }
       const db = this.o.database.db;
       for (const [address, ids] of moved) await runSql(db, SET_SOURCE, [address, ids.sort(), this.o.workerId]);
-      for (const [at, ids] of later) await runSql(db, POSTPONE, [isoAt(at), ids.sort(), this.o.workerId]);
+      // Back in the queue, due when a slot opens; no attempt counted.
+      for (const [at, ids] of later) await runSql(db, RELEASE, [isoAt(at), this.o.workerId, ids.sort()]);
     } catch (err) {
       this.o.logger.error({ err }, 'source address assignment failed; the batch waits for its lease');
       return { ready: [], waiting: [...msgs] };
@@ -379,22 +380,6 @@ export class SourcePicker {
     return table;
   }
 }
-
-/** [address, ids, workerId]: the chosen address, on rows this worker still holds. */
-const SET_SOURCE = dialectSql({
-  sqlite: 'update messages set source_address = ? where id in (select value from json_each(?)) and locked_by = ?',
-  postgres: 'update messages set source_address = $1 where id = any($2::text[]) and locked_by = $3',
-});
-
-/** [due, ids, workerId]: back in the queue, due when a slot opens; no attempt counted. */
-const POSTPONE = dialectSql({
-  sqlite:
-    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = ?, locked_by = null, locked_until = null ` +
-    'where id in (select value from json_each(?)) and locked_by = ?',
-  postgres:
-    `update messages set state = ${RELEASED_STATE_SQL}, next_attempt_at = $1, locked_by = null, locked_until = null ` +
-    'where id = any($2::text[]) and locked_by = $3',
-});
 
 /**
  * The picker of a delivery worker: `workerId` must be the worker's (writes are limited to rows it

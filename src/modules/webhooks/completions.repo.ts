@@ -59,19 +59,14 @@ export async function applyCompletions(
     for (const w of writes) {
       const retry = w.unit?.retry;
       if (w.unit && retry) {
-        await trx
-          .updateTable('webhook_queue')
-          .set({
-            event_ids: JSON.stringify(retry.eventIds),
-            event_count: retry.eventIds.length,
-            attempts: retry.attempts,
-            next_attempt_at: retry.nextAt,
-            locked_until: null,
-            locked_by: null,
-          })
-          .where('webhook_id', '=', w.webhookId)
-          .where('id', '=', w.unit.id)
-          .execute();
+        await runSql(trx, SQL.retryUnit, [
+          w.webhookId,
+          w.unit.id,
+          JSON.stringify(retry.eventIds),
+          retry.eventIds.length,
+          retry.attempts,
+          retry.nextAt,
+        ]);
       }
       const split = w.unit?.split;
       if (split)

@@ -190,11 +190,7 @@ export async function loadEvents(database: Database, ids: readonly string[]): Pr
 
 /** Gives back the leases this node still holds (graceful stop): another node may take them at once. */
 export async function releaseClaims(db: Executor, holder: string, now: string): Promise<void> {
-  await db
-    .updateTable('webhook_queue')
-    .set({ locked_until: null, locked_by: null, next_attempt_at: now })
-    .where('locked_by', '=', holder)
-    .execute();
+  await runSql(db, SQL.releaseHolder, [holder, now]);
 }
 
 /**

@@ -1,10 +1,12 @@
 import { dialectSql } from '../../db/dialect.ts';
 
 /**
- * The dispatcher's hot statements as fixed SQL text per dialect (src/db/dialect.ts). Building
- * them through Kysely's query builder for every claim, fan-out round and flush cost more CPU than
- * the database took to run them (profile of bench:webhooks). A list of ids is one parameter, so
- * each statement has exactly one text whatever the list length.
+ * The webhook queue's statements (the outbox, its fan-out into delivery units, their claims,
+ * leases, releases and outcomes) as fixed SQL text per dialect (src/db/dialect.ts), in one file
+ * as the delivery queue's are (src/modules/outcomes/queue.sql.ts). Building them through Kysely's
+ * query builder for every claim, fan-out round and flush cost more CPU than the database took to
+ * run them (profile of bench:webhooks). A list of ids is one parameter, so each statement has
+ * exactly one text whatever the list length. Units are inserted with insertMany (src/db/batch.ts).
  */
 
 /**
@@ -120,6 +122,31 @@ export const SQL = {
     postgres:
       'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = $3 ' +
       'where "webhook_id" = $1 and "locked_by" = $2 and "id" = any($4::text[])',
+  }),
+  /**
+   * [holder, now]: every unit `holder` still holds, due again at once with no attempt counted: a
+   * node stopping (queue.repo.ts releaseClaims), or a dead run of one (src/jobs/release-claims.ts).
+   */
+  releaseHolder: dialectSql({
+    sqlite: 'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = ? where "locked_by" = ?',
+    sqliteArgs: [1, 0],
+    postgres:
+      'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = $2 where "locked_by" = $1',
+  }),
+  /** [webhookId, id, eventIds, eventCount, attempts, nextAt]: a unit kept for another attempt, lease cleared. */
+  retryUnit: dialectSql({
+    sqlite:
+      'update "webhook_queue" set "event_ids" = ?, "event_count" = ?, "attempts" = ?, "next_attempt_at" = ?, ' +
+      '"locked_until" = null, "locked_by" = null where "webhook_id" = ? and "id" = ?',
+    sqliteArgs: [2, 3, 4, 5, 0, 1],
+    postgres:
+      'update "webhook_queue" set "event_ids" = $3, "event_count" = $4, "attempts" = $5, "next_attempt_at" = $6, ' +
+      '"locked_until" = null, "locked_by" = null where "webhook_id" = $1 and "id" = $2',
+  }),
+  /** [webhookId]: every unit of a webhook, deleted or disabled (it receives nothing more). */
+  dropQueue: dialectSql({
+    sqlite: 'delete from "webhook_queue" where "webhook_id" = ?',
+    postgres: 'delete from "webhook_queue" where "webhook_id" = $1',
   }),
   /** [at, id] */
   webhookSucceeded: dialectSql({

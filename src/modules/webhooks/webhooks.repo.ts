@@ -1,6 +1,8 @@
 import type { Updateable } from 'kysely';
+import { runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { WebhookDeliveriesTable, WebhooksTable } from '../../db/schema.ts';
+import { SQL } from './queue.sql.ts';
 
 /** Webhook rows and the delivery log. Every tenant-facing query is scoped by tenant_id first. */
 
@@ -49,7 +51,7 @@ export async function updateWebhook(
 export async function deleteWebhook(db: Executor, tenantId: string, id: string): Promise<boolean> {
   const res = await db.deleteFrom('webhooks').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
   if (Number(res.numDeletedRows) === 0) return false;
-  await db.deleteFrom('webhook_queue').where('webhook_id', '=', id).execute();
+  await runSql(db, SQL.dropQueue, [id]);
   await db.deleteFrom('webhook_deliveries').where('tenant_id', '=', tenantId).where('webhook_id', '=', id).execute();
   return true;
 }
@@ -59,7 +61,7 @@ export async function deleteWebhook(db: Executor, tenantId: string, id: string):
  * "Retries and disabling").
  */
 export async function dropQueue(db: Executor, webhookId: string): Promise<void> {
-  await db.deleteFrom('webhook_queue').where('webhook_id', '=', webhookId).execute();
+  await runSql(db, SQL.dropQueue, [webhookId]);
 }
 
 /**

@@ -90,7 +90,7 @@ export interface RenderRequest {
   msg: MessagesTable;
   tx: TransmissionForDelivery;
   key: SigningKey | null;
-  /** The signed VERP token of msg.id (src/modules/inbound/verp.ts), made where the master key is. */
+  /** The signed VERP token of msg.id (src/modules/outcomes/verp.ts), made where the master key is. */
   verpToken: string;
   /** POSTYARD_BOUNCE_HOST: the return-path domain when the From domain has no signing key. */
   bounceHost: string;
@@ -141,7 +141,7 @@ function ensureHeaders(raw: Buffer, messageId: string): Buffer {
  * Turns a queued message into the bytes that leave: the content rendered by the template
  * language with the recipient's data over the transmission's (docs/templates.md), MIME, Message-ID `<message id>@<from domain>`, Return-Path (envelope sender)
  * `bounces+<signed VERP token>@<return-path domain>` so asynchronous bounces can be matched (and
- * not forged, src/modules/inbound/verp.ts), and the DKIM signature of the From domain's key.
+ * not forged, src/modules/outcomes/verp.ts), and the DKIM signature of the From domain's key.
  * The return-path domain is the sending domain's (its `bounces.` record once verified, else the
  * bounce host: domains.service.ts signingKeyFor) or, for a From domain that is not a registered
  * sending domain, `bounceHost`: not the From domain, whose MX is not ours (docs/inbound.md).

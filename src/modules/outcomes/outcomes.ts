@@ -1,5 +1,5 @@
 import { insertMany } from '../../db/batch.ts';
-import { isPostgres, runSql, shapedSql } from '../../db/dialect.ts';
+import { isPostgres, runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import type { MessageState } from '../../db/message-state.ts';
@@ -10,6 +10,15 @@ import { insertEvents } from '../events/events.repo.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import type { BounceClassification } from './bounce-rules.ts';
+import { OUTCOMES_PG, outcomesSqlite } from './queue.sql.ts';
+
+/**
+ * Outcomes of delivery attempts: what the delivery worker found (attempt-outcome.ts there) made
+ * into the message's state, its attempt row and its event. This folder owns every write of a
+ * message's state after acceptance (queue.sql.ts), so delivery and the reading of reports
+ * (src/modules/inbound/) both depend on it and on nothing of each other: the delivery worker's
+ * outcomes are written here, a report's later bounce by report-outcomes.ts.
+ */
 
 export interface AttemptRecord {
   startedAt: string;
@@ -41,7 +50,7 @@ export type Outcome = MessageContext &
     | { kind: 'failed'; attempt: AttemptRecord | null; reason: string }
   );
 
-/** The event an outcome reports (also used for asynchronous bounces, src/modules/inbound/). */
+/** The event an outcome reports (also for the reports of later bounces and delays: report-outcomes.ts). */
 export function eventFor(o: Outcome, attemptNo: number): NewEvent {
   const base = {
     tenantId: o.msg.tenant_id,
@@ -135,34 +144,6 @@ function withoutNul(o: Outcome): Outcome {
 /** Outcomes per UPDATE statement on SQLite: 5 bound values each, well under its limit. */
 const UPDATE_CHUNK = 500;
 
-/*
- * One UPDATE for a whole batch of outcomes instead of one statement per message: on PostgreSQL
- * each statement is a round trip inside the transaction, and on both backends building a
- * statement per message through Kysely cost more CPU than running it. Values are always bound.
- *
- * Ownership is `locked_by = <this worker>` alone: claims set it together with state 'sending'
- * and every other write clears it, so it implies 'sending' under our lease. Leaving the state out
- * matters on PostgreSQL: with it, stale statistics (a queue's state counts change by thousands a
- * second) led the planner to walk every 'sending' row for each outcome (nested loop over
- * messages_due); without it the plan is one primary-key lookup per outcome.
- */
-const PG_UPDATE =
-  'update messages set state = v.state, attempt_count = v.attempt_count, next_attempt_at = v.next_attempt_at, ' +
-  'locked_until = null, locked_by = null, last_response = v.last_response, updated_at = $1 ' +
-  'from unnest($3::text[], $4::text[], $5::integer[], $6::text[], $7::text[]) ' +
-  'as v(id, state, attempt_count, next_attempt_at, last_response) ' +
-  'where messages.id = v.id and messages.locked_by = $2 returning messages.id';
-
-/** SQLite: VALUES columns are column1..column5; binding is positional in text order. */
-const sqliteUpdate = shapedSql(600, (_param, _dialect, rows: number) => {
-  const tuples = Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ');
-  return (
-    'update messages set state = v.column2, attempt_count = v.column3, next_attempt_at = v.column4, ' +
-    'locked_until = null, locked_by = null, last_response = v.column5, updated_at = ? ' +
-    `from (values ${tuples}) as v where messages.id = v.column1 and messages.locked_by = ? returning messages.id`
-  );
-});
-
 /** Moves the messages to their outcome state; returns the ids this worker still held (and wrote). */
 async function updateStates(trx: Executor, workerId: string, now: string, outcomes: Outcome[]): Promise<Set<string>> {
   const written = new Set<string>();
@@ -179,31 +160,52 @@ async function updateStates(trx: Executor, workerId: string, now: string, outcom
   if (isPostgres(trx)) {
     const rows = sorted.map(row);
     const columns = [0, 1, 2, 3, 4].map((c) => rows.map((r) => r[c]));
-    for (const r of await runSql<{ id: string }>(trx, PG_UPDATE, [now, workerId, ...columns])) written.add(r.id);
+    for (const r of await runSql<{ id: string }>(trx, OUTCOMES_PG, [now, workerId, ...columns])) written.add(r.id);
     return written;
   }
   for (let i = 0; i < sorted.length; i += UPDATE_CHUNK) {
     const part = sorted.slice(i, i + UPDATE_CHUNK);
     const params = [now, ...part.flatMap(row), workerId];
-    for (const r of await runSql<{ id: string }>(trx, sqliteUpdate(trx, part.length), params)) written.add(r.id);
+    for (const r of await runSql<{ id: string }>(trx, outcomesSqlite(trx, part.length), params)) written.add(r.id);
   }
   return written;
 }
 
 const attemptNoOf = (o: Outcome) => o.msg.attempt_count + (o.attempt ? 1 : 0);
 
+/** An automatic suppression an outcome or a report causes. */
+export interface Suppress {
+  tenant: string;
+  identifier: string;
+  reason_category: 'hard_bounce' | 'complaint';
+  source: 'bounce' | 'complaint';
+  description: string;
+}
+
 /**
  * The automatic suppression of a bounce that proves the address bad (bounce-rules.ts decides),
- * for synchronous bounces here and asynchronous ones (DSNs, src/modules/inbound/) alike.
+ * for bounces at delivery and in later reports (report-outcomes.ts) alike; null otherwise.
  */
-export async function suppressIfProven(trx: Executor, suppressions: SuppressionsService, o: Outcome): Promise<void> {
-  if (o.kind !== 'bounced' || !o.bounce.suppress) return;
-  await suppressions.addAutomatic(trx, o.msg.tenant_id, {
+export function bounceSuppression(o: Outcome): Suppress | null {
+  if (o.kind !== 'bounced' || !o.bounce.suppress) return null;
+  return {
+    tenant: o.msg.tenant_id,
     identifier: o.msg.recipient,
-    type: 'email',
     reason_category: 'hard_bounce',
     source: 'bounce',
     description: o.diagnostic.slice(0, 500),
+  };
+}
+
+async function suppressIfProven(trx: Executor, suppressions: SuppressionsService, o: Outcome): Promise<void> {
+  const s = bounceSuppression(o);
+  if (!s) return;
+  await suppressions.addAutomatic(trx, s.tenant, {
+    identifier: s.identifier,
+    type: 'email',
+    reason_category: s.reason_category,
+    source: s.source,
+    description: s.description,
   });
 }
 

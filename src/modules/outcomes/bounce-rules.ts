@@ -63,7 +63,7 @@ export interface BounceClassification {
   rule: string;
 }
 
-/** config/bounce-rules.yaml: from src/modules/delivery/ and from dist/modules/delivery/ alike. */
+/** config/bounce-rules.yaml: from src/modules/outcomes/ and from dist/modules/outcomes/ alike. */
 export const SHIPPED_BOUNCE_RULES_FILE = new URL('../../../config/bounce-rules.yaml', import.meta.url);
 
 const BOUNCE_TYPES: readonly BounceType[] = ['hard', 'soft', 'block'];

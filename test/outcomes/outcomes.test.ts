@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyBounce } from '../../src/modules/delivery/bounce-rules.ts';
-import { recordOutcomes } from '../../src/modules/delivery/outcomes.ts';
+import { classifyBounce } from '../../src/modules/outcomes/bounce-rules.ts';
+import { recordOutcomes } from '../../src/modules/outcomes/outcomes.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 /**

@@ -1,7 +1,8 @@
 import type { MessagesTable } from '../../db/schema.ts';
 
 /**
- * Message rows read back from SQLite as one JSON array each, for the fair claim (fair-claim.ts).
+ * Message rows read back from SQLite as one JSON array each, for the fair claim (queue.sql.ts
+ * TAKE_FAIR, run by src/modules/delivery/fair-claim.ts).
  *
  * better-sqlite3 makes one JavaScript value per column of every row it returns: for a claim's
  * 200 rows of 18 columns, 3,600 strings and numbers made one by one, which measured ~1.5 ms of a
