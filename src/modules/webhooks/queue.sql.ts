@@ -128,7 +128,8 @@ export const SQL = {
    * node stopping (queue.repo.ts releaseClaims), or a dead run of one (src/jobs/release-claims.ts).
    */
   releaseHolder: dialectSql({
-    sqlite: 'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = ? where "locked_by" = ?',
+    sqlite:
+      'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = ? where "locked_by" = ?',
     sqliteArgs: [1, 0],
     postgres:
       'update "webhook_queue" set "locked_until" = null, "locked_by" = null, "next_attempt_at" = $2 where "locked_by" = $1',
