@@ -16,7 +16,7 @@ import { newId } from '../lib/ids.ts';
 import { toCrlf } from '../lib/line-ends.ts';
 import type { AcceptResult } from '../modules/transmissions/transmissions.service.ts';
 import type { AcceptInput } from '../modules/transmissions/transmissions.validate.ts';
-import { applyTemplateToSubmission } from '../modules/templates/send-content.ts';
+import { applyTemplateToSubmission } from '../modules/content/send-content.ts';
 import {
   countHeader,
   findHeader,

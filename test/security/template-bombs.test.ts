@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_EXPRESSIONS } from '../../src/lib/template-language.ts';
+import { MAX_EXPRESSIONS } from '../../src/modules/content/template-language.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
 import { signedInUser } from '../dashboard/helpers.ts';
 import { call, type TestContext, type TestTenant } from '../helpers/context.ts';

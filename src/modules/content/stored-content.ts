@@ -1,11 +1,25 @@
 /**
- * The stored content format: what `transmissions.content` holds (JSON), written by the accept
- * path (transmissions, SMTP submission) and read by delivery (render) and the API views. One
- * owner, so the writer and the readers cannot drift apart; the header-name rules live here too,
- * since the accept path refuses what the renderer would otherwise drop (docs/api.md
- * "content.headers").
+ * The content format: `ContentFields`, the fields every message content has (a transmission's,
+ * a template version's, a render's input and output), and what `transmissions.content` holds
+ * (JSON), written by the accept path (transmissions, SMTP submission) and read by delivery
+ * (render) and the API views. One owner, so the writer and the readers cannot drift apart; the
+ * header-name rules live here too, since the accept path refuses what the renderer would
+ * otherwise drop (docs/api.md "content.headers").
  */
 import { parseMailbox } from '../../lib/email.ts';
+
+/**
+ * The one shape of message content. Each use narrows it: stored content always has a From, a
+ * template version and a render always have a subject; requests and checks take it partial.
+ */
+export interface ContentFields {
+  subject: string | null;
+  text: string | null;
+  html: string | null;
+  from: string | null;
+  reply_to: string | null;
+  headers: Record<string, string>;
+}
 
 export interface StoredAttachment {
   filename: string;
@@ -15,13 +29,8 @@ export interface StoredAttachment {
 }
 
 /** What is persisted as transmissions.content (JSON). */
-export interface StoredContent {
-  subject: string | null;
+export interface StoredContent extends ContentFields {
   from: string;
-  reply_to: string | null;
-  text: string | null;
-  html: string | null;
-  headers: Record<string, string>;
   attachments: StoredAttachment[];
   template_id: string | null;
   /** With template_id: the version copied into this content (docs/templates.md "Sending"). */

@@ -4,13 +4,14 @@
  * budgets apply here as everywhere; the pool's time and heap limits catch what they do not.
  */
 import { parentPort } from 'node:worker_threads';
-import { checkSyntax, RenderError } from '../../lib/template-language.ts';
+import { checkSyntax, RenderError } from './template-language.ts';
 import { THREAD_READY, type ThreadReply } from '../../lib/timed-worker-pool.ts';
-import { type ContentSource, type RenderKeys, renderContent } from '../templates/render-content.ts';
+import { type RenderKeys, renderContent } from './render-content.ts';
+import type { ContentFields } from './stored-content.ts';
 
 export type SandboxJob =
   | { kind: 'syntax'; sources: string[] }
-  | { kind: 'render'; content: ContentSource; data: Record<string, unknown>; keys: RenderKeys };
+  | { kind: 'render'; content: ContentFields; data: Record<string, unknown>; keys: RenderKeys };
 
 export type SandboxRenderResult =
   | { ok: ReturnType<typeof renderContent> }

@@ -9,9 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
-import { RenderError, type SyntaxProblem } from '../../lib/template-language.ts';
+import { RenderError, type SyntaxProblem } from './template-language.ts';
 import { JobAbandoned, TimedWorkerPool } from '../../lib/timed-worker-pool.ts';
-import type { ContentSource, RenderedContent, RenderKeys } from '../templates/render-content.ts';
+import type { RenderedContent, RenderKeys } from './render-content.ts';
+import type { ContentFields } from './stored-content.ts';
 import type { SandboxJob, SandboxRenderResult } from './template-sandbox-thread.ts';
 
 /**
@@ -87,7 +88,7 @@ export class TemplateSandbox {
   }
 
   /** Renders content for a preview; throws RenderError like renderContent (also on the time limit). */
-  async render(content: ContentSource, data: Record<string, unknown>, keys: RenderKeys): Promise<RenderedContent> {
+  async render(content: ContentFields, data: Record<string, unknown>, keys: RenderKeys): Promise<RenderedContent> {
     let r: SandboxRenderResult;
     try {
       r = await this.pool.run<SandboxRenderResult>(

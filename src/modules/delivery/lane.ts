@@ -1,4 +1,4 @@
-import { RENDER_FAILED } from '../../lib/template-language.ts';
+import { RENDER_FAILED } from '../content/template-language.ts';
 import { observeRender } from '../../metrics/mail-metrics.ts';
 import { replyText } from '../pacing/pacing.service.ts';
 import { attemptRecord, outcomeOf } from './attempt-outcome.ts';

@@ -39,6 +39,7 @@ import {
   updateDomain,
 } from './domains.repo.ts';
 import { VerifiedDomainsCache } from './sender-policy.ts';
+import type { SigningKey } from './signing-key.ts';
 
 export type DomainStatus = SendingDomainsTable['status'];
 
@@ -67,22 +68,6 @@ export interface PreparedDomain {
    * create() rather than prepare() so an Idempotency-Key replay still gets its first answer.
    */
   refusal?: AppError;
-}
-
-/** What the delivery worker needs to sign a message and choose its envelope sender. */
-export interface SigningKey {
-  /** d= of the signature: the sending domain (the From domain or a parent of it). */
-  domainName: string;
-  keySelector: string;
-  /** PKCS#8 PEM, decrypted; dkim.ts caches the parsed KeyObject per PEM. */
-  privateKeyPem: string;
-  /**
-   * Envelope-sender domain for `bounces+<message id>@<returnPathDomain>`: `bounces.<domain>` once
-   * its CNAME is verified, else the bounce host itself (which always routes back to Postyard).
-   */
-  returnPathDomain: string;
-  /** Base URL of tracked links: the domain's verified tracking host name (tracking-host.ts); absent = POSTYARD_PUBLIC_URL. */
-  trackingBase?: string;
 }
 
 export type DomainsConfig = Pick<Config, 'devMode' | 'dnsServers' | 'bounceHost' | 'maxDomainsPerTenant' | 'publicUrl'>;

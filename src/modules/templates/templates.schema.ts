@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import type { ContentFields } from '../content/stored-content.ts';
 
 /** Route schemas of /v1/templates (docs/api.md "Templates"); they also drive the OpenAPI document. */
 
@@ -95,14 +96,10 @@ export type CreateTemplateInput = Static<typeof CreateTemplateBody>;
 export type UpdateTemplateInput = Static<typeof UpdateTemplateBody>;
 export type PreviewInput = Static<typeof PreviewBody>;
 
-export interface TemplateVersionView {
+/** A saved version: message content (its subject always set) with its defaults. */
+export interface TemplateVersionView extends ContentFields {
   version: number;
   subject: string;
-  text: string | null;
-  html: string | null;
-  from: string | null;
-  reply_to: string | null;
-  headers: Record<string, string>;
   defaults: Record<string, unknown>;
   created_at: string;
 }
@@ -115,10 +112,4 @@ export interface TemplateView {
   draft: TemplateVersionView | null;
   created_at: string;
   updated_at: string;
-}
-
-export interface PreviewView {
-  subject: string;
-  text: string | null;
-  html: string | null;
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { TemplatesTable, TemplateVersionsTable } from '../../db/schema.ts';
@@ -8,10 +7,10 @@ import { formatMailbox, parseMailbox } from '../../lib/email.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
-import { RenderError } from '../../lib/template-language.ts';
-import { fieldProblems, languageProblems, type Problem } from './content-rules.ts';
-import { templateSandbox } from '../content/template-sandbox.ts';
-import { type ContentSource, mergeData } from './render-content.ts';
+import { fieldProblems, languageProblems, type Problem } from '../content/content-rules.ts';
+import { type PreviewView, previewUnsaved, renderPreview } from '../content/preview.ts';
+import { mergeData } from '../content/render-content.ts';
+import type { TemplateForSend } from '../content/send-content.ts';
 import {
   deleteTemplate,
   findTemplate,
@@ -27,18 +26,10 @@ import {
   type CreateTemplateInput,
   MAX_DEFAULTS_BYTES,
   type PreviewInput,
-  type PreviewView,
   type TemplateVersionView,
   type TemplateView,
   type UpdateTemplateInput,
 } from './templates.schema.ts';
-
-/** A version's content as sending uses it (a copy is stored with each transmission). */
-export interface TemplateForSend {
-  templateId: string;
-  version: number;
-  content: Omit<TemplateVersionView, 'version' | 'created_at'>;
-}
 
 function toVersionView(v: TemplateVersionsTable): TemplateVersionView {
   return {
@@ -63,18 +54,7 @@ type VersionFields = Omit<TemplateVersionsTable, 'tenant_id' | 'template_id' | '
  * language's syntax problems come checked already (languageProblems, on the sandbox's threads):
  * a version is checked inside the transaction that saves it, which must not wait for a thread.
  */
-function checkVersion(
-  v: {
-    subject: string;
-    text: string | null;
-    html: string | null;
-    from: string | null;
-    reply_to: string | null;
-    headers: Record<string, string>;
-    defaults: Record<string, unknown>;
-  },
-  language: Problem[],
-): VersionFields {
+function checkVersion(v: Omit<TemplateVersionView, 'version' | 'created_at'>, language: Problem[]): VersionFields {
   const problems: Problem[] = [...fieldProblems(v), ...language];
   if (v.text === null && v.html === null) problems.push({ field: 'text', message: 'a template needs text or html' });
   const defaults = JSON.stringify(v.defaults);
@@ -303,28 +283,9 @@ export class TemplatesService {
     return { templateId: r.template.id, version, content };
   }
 
-  /**
-   * Renders content that is not saved yet (the dashboard editor's live preview): syntax errors
-   * and render problems are 422 naming the part (and line). Checked and rendered on the template
-   * sandbox's threads (content/template-sandbox.ts); compiled parts are cached there by a digest
-   * of their source.
-   */
-  async renderUnsaved(input: {
-    subject: string;
-    text?: string | null | undefined;
-    html?: string | null | undefined;
-    defaults?: Record<string, unknown> | undefined;
-    substitution_data?: Record<string, unknown> | undefined;
-  }): Promise<PreviewView> {
-    const c = { subject: input.subject, text: input.text ?? null, html: input.html ?? null };
-    const problems = [...fieldProblems(c), ...(await languageProblems(c, ''))];
-    if (problems.length) throw validationError(problems);
-    const key = `unsaved:${createHash('sha256').update(JSON.stringify(c)).digest('base64url')}`;
-    return previewOf(
-      { ...c, from: null, reply_to: null, headers: {} },
-      mergeData(input.defaults, input.substitution_data),
-      key,
-    );
+  /** The dashboard editor's live preview of content not saved yet (content/preview.ts). */
+  renderUnsaved(input: Parameters<typeof previewUnsaved>[0]): Promise<PreviewView> {
+    return previewUnsaved(input);
   }
 
   /** Renders a version with sample data (over its defaults); render problems are 422 naming the part. */
@@ -337,21 +298,10 @@ export class TemplatesService {
         { field: 'draft', message: 'the template has no published version; preview the draft with "draft": true' },
       ]);
     const v = r.version;
-    return previewOf(
+    return renderPreview(
       { ...v, headers: v.headers },
       mergeData(v.defaults, input.substitution_data),
       `template:${id}:${v.version}`,
     );
-  }
-}
-
-/** A preview rendered on the template sandbox; render problems are 422 naming the part. */
-async function previewOf(content: ContentSource, data: Record<string, unknown>, key: string): Promise<PreviewView> {
-  try {
-    const out = await templateSandbox.render(content, data, { body: key, headers: key });
-    return { subject: out.subject, text: out.text, html: out.html };
-  } catch (err) {
-    if (err instanceof RenderError) throw validationError([{ field: err.part, message: `${err.part}: ${err.detail}` }]);
-    throw err;
   }
 }

@@ -9,9 +9,14 @@ import {
 } from '../../lib/email.ts';
 import { validationError } from '../../lib/errors.ts';
 import { Pacer } from '../../lib/pacer.ts';
-import { effectiveContent, sendProblems, storedTemplateFields } from '../templates/send-content.ts';
-import type { TemplateForSend } from '../templates/templates.service.ts';
-import { HEADER_NAME, RESERVED_HEADERS, type StoredContent } from '../content/stored-content.ts';
+import { headerNameProblem } from '../content/content-rules.ts';
+import {
+  effectiveContent,
+  sendProblems,
+  storedTemplateFields,
+  type TemplateForSend,
+} from '../content/send-content.ts';
+import type { StoredContent } from '../content/stored-content.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
 
 export type TransmissionRequest = Static<typeof TransmissionBody>;
@@ -96,10 +101,8 @@ export async function validateTransmission(
   problems.push(...(await sendProblems(body.content, template)));
   for (const [name, value] of Object.entries(c.headers ?? {})) {
     const field = `content.headers.${name}`;
-    if (!HEADER_NAME.test(name))
-      problems.push({ field, message: 'header name must be printable ASCII without ":" or spaces' });
-    else if (RESERVED_HEADERS.has(name.toLowerCase()))
-      problems.push({ field, message: `header ${name} is set by Postyard and cannot be overridden` });
+    const nameProblem = headerNameProblem(name);
+    if (nameProblem) problems.push({ field, message: nameProblem });
     if (hasControlChars(value))
       problems.push({ field, message: 'header value must not contain CR, LF or other control characters' });
   }

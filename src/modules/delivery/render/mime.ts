@@ -1,6 +1,6 @@
 /**
  * Builds the RFC 5322 message of one delivery (content already rendered by the template
- * language: src/lib/template-language.ts, src/modules/templates/render-content.ts).
+ * language: src/modules/content/template-language.ts, render-content.ts).
  *
  * Design notes
  * - MIME is nodemailer's MailComposer: battle-tested multipart/alternative and multipart/mixed

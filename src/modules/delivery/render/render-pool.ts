@@ -18,7 +18,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { type RenderedMessage, type RenderRequest, renderMessage } from './renderer.ts';
 import type { RenderThreadData, RenderThreadReply, RenderThreadRequest } from './render-thread.ts';
-import { RENDER_FAILED } from '../../../lib/template-language.ts';
+import { RENDER_FAILED } from '../../content/template-language.ts';
 
 export interface Renderer {
   render(req: RenderRequest): Promise<RenderedMessage>;

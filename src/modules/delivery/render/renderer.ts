@@ -1,14 +1,15 @@
 import type { MessagesTable, TransmissionsTable } from '../../../db/schema.ts';
 import { BoundedCache } from '../../../lib/bounded-cache.ts';
 import { toCrlf } from '../../../lib/line-ends.ts';
-import { OVER_TIME } from '../../../lib/template-budget.ts';
-import { RenderError } from '../../../lib/template-language.ts';
+import { OVER_TIME } from '../../content/template-budget.ts';
+import { RenderError } from '../../content/template-language.ts';
 import { fromDomainOf, parseStoredContent, type StoredContent } from '../../content/stored-content.ts';
 import { dkimSign, dkimSignatureHeader } from './dkim.ts';
-import { isStatic, mergeData, renderContent, storedKeys } from '../../templates/render-content.ts';
+import { isStatic, mergeData, renderContent, storedKeys } from '../../content/render-content.ts';
 import { fromSharedBody, messageBytes, type SharedInput } from './shared-body.ts';
 import { buildMessage } from './mime.ts';
 import { NO_BOUNCE_HOST } from '../../domains/dns-records.ts';
+import type { SigningKey } from '../../domains/signing-key.ts';
 import {
   applyTracking,
   messageTokens,
@@ -19,16 +20,7 @@ import {
   withTrackingBase,
 } from '../../tracking/render-plan.ts';
 
-/** The DKIM key and bounce domain for a From domain (from the sending-domains feature). */
-export interface SigningKey {
-  domainName: string;
-  keySelector: string;
-  privateKeyPem: string;
-  returnPathDomain: string;
-  /** The domain's verified tracking host name as a base URL (domains/tracking-host.ts), if any. */
-  trackingBase?: string;
-}
-
+/** The DKIM key and bounce domain for a From domain (DomainsService.signingKeyFor). */
 export type SigningKeyLookup = (tenantId: string, fromDomain: string) => Promise<SigningKey | null>;
 
 export interface TransmissionForDelivery {

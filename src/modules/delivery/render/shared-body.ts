@@ -27,7 +27,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { dkimBodyHash, relaxedBody } from './dkim.ts';
 import { type BuildMessageInput, buildMessage } from './mime.ts';
-import { RenderError } from '../../../lib/template-language.ts';
+import { RenderError } from '../../content/template-language.ts';
 
 export interface SharedBodyParts {
   /** The header block of this message (no final CRLF), latin1 text. */

@@ -1,5 +1,5 @@
 /**
- * Renders message content with the template language (src/lib/template-language.ts): stored
+ * Renders message content with the template language (template-language.ts): stored
  * templates and inline transmission content alike, for delivery, the preview route and tests.
  * Pure (no database), so it runs on the render threads.
  *
@@ -9,26 +9,13 @@
  * display name; the address is literal (checked at save and accept, and by the sender policy).
  */
 import { formatMailbox, hasControlChars, parseMailbox } from '../../lib/email.ts';
-import { textFromHtml } from '../../lib/html-text.ts';
-import { RenderError, renderPart, usesLanguage, withRenderBudget } from '../../lib/template-language.ts';
+import { textFromHtml } from './text-from-html.ts';
+import type { ContentFields } from './stored-content.ts';
+import { RenderError, renderPart, usesLanguage, withRenderBudget } from './template-language.ts';
 
-export interface ContentSource {
-  subject: string | null;
-  text: string | null;
-  html: string | null;
-  from: string | null;
-  reply_to: string | null;
-  headers: Record<string, string>;
-}
-
-export interface RenderedContent {
+/** Rendered content: the subject always set; `text` the caller's, or generated from html when there is none. */
+export interface RenderedContent extends ContentFields {
   subject: string;
-  /** The caller's text part, or one generated from html when there is none. */
-  text: string | null;
-  html: string | null;
-  from: string | null;
-  reply_to: string | null;
-  headers: Record<string, string>;
 }
 
 function headerValue(part: string, key: string, source: string, data: Record<string, unknown>): string {
@@ -71,7 +58,7 @@ export function storedKeys(
  * Renders every part with `data` (see RenderKeys for the compile cache), all under one render
  * budget (template-language.ts RENDER_TIME_BUDGET_MS). Throws RenderError.
  */
-export function renderContent(c: ContentSource, data: Record<string, unknown>, keys: RenderKeys): RenderedContent {
+export function renderContent(c: ContentFields, data: Record<string, unknown>, keys: RenderKeys): RenderedContent {
   return withRenderBudget(() => {
     const key = keys.body;
     const hkey = keys.headers;
@@ -93,7 +80,7 @@ export function renderContent(c: ContentSource, data: Record<string, unknown>, k
 }
 
 /** True when rendering would give the same result for any data (nothing uses the language). */
-export function isStatic(c: ContentSource): boolean {
+export function isStatic(c: ContentFields): boolean {
   return !usesLanguage(c.subject, c.text, c.html, c.from, c.reply_to, ...Object.values(c.headers));
 }
 

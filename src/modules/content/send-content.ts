@@ -9,18 +9,22 @@ import { validationError } from '../../lib/errors.ts';
 import { htmlDepthProblems } from '../../lib/html-depth.ts';
 import { languageProblems, type Problem } from './content-rules.ts';
 import { mergeData } from './render-content.ts';
-import type { TemplateForSend } from './templates.service.ts';
+import type { ContentFields, StoredContent } from './stored-content.ts';
 
-/** The request's content fields this module reads (the API's `content`). */
-export interface RequestContent {
-  subject?: string;
-  text?: string;
-  html?: string;
-  from?: string;
-  reply_to?: string;
-  headers?: Record<string, string>;
+/** The request's content fields this module reads (the API's `content`: each field absent or set). */
+export type RequestContent = { [K in keyof ContentFields]?: NonNullable<ContentFields[K]> } & {
   template_id?: string;
   use_draft?: boolean;
+};
+
+/**
+ * A stored template's version as sending uses it (a copy is stored with each transmission):
+ * what the templates module's forSend answers for content.template_id.
+ */
+export interface TemplateForSend {
+  templateId: string;
+  version: number;
+  content: ContentFields & { subject: string; defaults: Record<string, unknown> };
 }
 
 /**
@@ -91,19 +95,7 @@ export function storedTemplateFields(
  * the sender policy as well).
  */
 export function applyTemplateToSubmission<
-  I extends {
-    content: {
-      subject: string | null;
-      from: string;
-      reply_to: string | null;
-      text: string | null;
-      html: string | null;
-      headers: Record<string, string>;
-      template_id: string | null;
-    };
-    rawMessage: Buffer | null;
-    senderDomains: string[];
-  },
+  I extends { content: StoredContent; rawMessage: Buffer | null; senderDomains: string[] },
 >(input: I, templateId: string, template: TemplateForSend | null, data: Record<string, unknown> | undefined): I {
   if (!template)
     throw validationError([

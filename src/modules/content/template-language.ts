@@ -18,7 +18,7 @@
  * a process (or render thread) compiles each version once.
  */
 import Handlebars from 'handlebars';
-import { BoundedCache } from './bounded-cache.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { budget, MAX_RENDERED_CHARS, meterEnvironment, startPart, withRenderBudget } from './template-budget.ts';
 
 export {

@@ -4,25 +4,16 @@
  * From / Reply-To as exactly one mailbox whose address is literal (only the display name may use
  * the language), header names that are not Postyard's own, and no control characters in any
  * header-bound source. Field names are prefixed (`content.` for transmissions).
- * The language's syntax is checked on the template sandbox's threads (content/template-sandbox.ts),
+ * The language's syntax is checked on the template sandbox's threads (template-sandbox.ts),
  * never on the event loop.
  */
 import { checkMailbox, hasControlChars } from '../../lib/email.ts';
 import { htmlDepthProblems } from '../../lib/html-depth.ts';
-import { usesLanguage } from '../../lib/template-language.ts';
-import { templateSandbox } from '../content/template-sandbox.ts';
-import { HEADER_NAME, RESERVED_HEADERS } from '../content/stored-content.ts';
+import { usesLanguage } from './template-language.ts';
+import { templateSandbox } from './template-sandbox.ts';
+import { type ContentFields, HEADER_NAME, RESERVED_HEADERS } from './stored-content.ts';
 
 export type Problem = { field: string; message: string };
-
-export interface ContentFields {
-  subject?: string | null;
-  text?: string | null;
-  html?: string | null;
-  from?: string | null;
-  reply_to?: string | null;
-  headers?: Record<string, string>;
-}
 
 /** Header name rules shared with transmissions (docs/api.md "content.headers"). */
 export function headerNameProblem(name: string): string | null {
@@ -40,7 +31,7 @@ export function mailboxProblem(value: string): string | null {
 }
 
 /** Syntax problems of every part, named `<prefix><part>` (e.g. `content.html: line 3: ...`). */
-export function languageProblems(f: ContentFields, prefix: string): Promise<Problem[]> {
+export function languageProblems(f: Partial<ContentFields>, prefix: string): Promise<Problem[]> {
   const parts: Record<string, string | null | undefined> = {
     [`${prefix}subject`]: f.subject,
     [`${prefix}text`]: f.text,
@@ -56,7 +47,7 @@ export function languageProblems(f: ContentFields, prefix: string): Promise<Prob
 }
 
 /** Every rule above but the language's syntax (languageProblems): checks that cost no thread. */
-export function fieldProblems(f: ContentFields, prefix = ''): Problem[] {
+export function fieldProblems(f: Partial<ContentFields>, prefix = ''): Problem[] {
   const problems: Problem[] = [];
   if (typeof f.subject === 'string' && hasControlChars(f.subject))
     problems.push({ field: `${prefix}subject`, message: 'subject must not contain control characters (CR/LF)' });
@@ -78,6 +69,6 @@ export function fieldProblems(f: ContentFields, prefix = ''): Problem[] {
 }
 
 /** Every rule above, for a template version (prefix '') or any other content. */
-export async function contentProblems(f: ContentFields, prefix = ''): Promise<Problem[]> {
+export async function contentProblems(f: Partial<ContentFields>, prefix = ''): Promise<Problem[]> {
   return [...fieldProblems(f, prefix), ...(await languageProblems(f, prefix))];
 }

@@ -6,7 +6,7 @@
  * always wins: this runs only when the content has none.
  */
 import { compile } from 'html-to-text';
-import { HTML_TOO_DEEP, htmlTooDeep } from './html-depth.ts';
+import { HTML_TOO_DEEP, htmlTooDeep } from '../../lib/html-depth.ts';
 import { RenderError } from './template-language.ts';
 
 const convert = compile({
