@@ -10,12 +10,7 @@ import {
 import { validationError } from '../../lib/errors.ts';
 import { Pacer } from '../../lib/pacer.ts';
 import { headerNameProblem } from '../content/content-rules.ts';
-import {
-  effectiveContent,
-  sendProblems,
-  storedTemplateFields,
-  type TemplateForSend,
-} from '../content/send-content.ts';
+import { effectiveContent, sendProblems, storedTemplateFields, type TemplateForSend } from '../content/send-content.ts';
 import type { StoredContent } from '../content/stored-content.ts';
 import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
 
