@@ -19,7 +19,7 @@ import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
 import { buildApp } from '../src/http/app.ts';
 import { createLogger } from '../src/logger.ts';
-import { startInboundServer } from '../src/modules/inbound/server.ts';
+import { startInboundServer } from '../src/smtp/inbound-listener.ts';
 import { VerpSigner } from '../src/modules/outcomes/verp.ts';
 import { postfixDsn } from '../test/inbound/corpus.ts';
 import { machine, table } from './lib.ts';

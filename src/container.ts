@@ -39,6 +39,9 @@ import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
 import { loadPacingData } from './modules/pacing/pacing-data.ts';
 import { loadBounceRules, installBounceRules } from './modules/outcomes/bounce-rules.ts';
 import { PacingService } from './modules/pacing/pacing.service.ts';
+import { FeedbackService } from './modules/inbound/inbound.service.ts';
+import { VerpSigner } from './modules/outcomes/verp.ts';
+import { TrackingService } from './modules/tracking/tracking.service.ts';
 
 /**
  * Builds every long-lived object from config as plain factories (no DI framework). Tests build
@@ -79,6 +82,10 @@ export interface Container {
   pacing: PacingService;
   /** Dashboard users, sign-in and sessions (the web portal). */
   dashboard: DashboardAccounts;
+  /** Opens, clicks and unsubscribes: the tracking routes and the mailto unsubscribe address. */
+  tracking: TrackingService;
+  /** What DSNs and ARF reports to the inbound listener do to our messages (docs/inbound.md). */
+  feedback: FeedbackService;
   /** Periodic background chores of this node; started by roles, stopped by close(). */
   timers: Set<NodeJS.Timeout>;
   close(): Promise<void>;
@@ -135,14 +142,15 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
   const ipPools = new IpPoolsService(database, cursors, sourceAddresses);
   // The operator's bounce rules replace the shipped table; read at start like the pacing file.
   if (config.bounceRulesFile) installBounceRules(loadBounceRules(config.bounceRulesFile));
+  // PostgreSQL: half the pool for batches of accepts at most (4), the rest for idempotency
+  // claims, reads and the workers (docs/operations.md, pool sizing).
+  const groupCommit = new GroupCommit(database, { lanes: Math.max(1, Math.min(4, Math.floor(config.dbPoolSize / 2))) });
   const container: Container = {
     config,
     logger,
     node,
     database,
-    // PostgreSQL: half the pool for batches of accepts at most (4), the rest for idempotency
-    // claims, reads and the workers (docs/operations.md, pool sizing).
-    groupCommit: new GroupCommit(database, { lanes: Math.max(1, Math.min(4, Math.floor(config.dbPoolSize / 2))) }),
+    groupCommit,
     masterKey,
     cursors,
     metrics: createMetricsRegistry(database),
@@ -173,6 +181,13 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
       ...DEFAULT_DASHBOARD_SETTINGS,
       signIn: signInBudgets(config.signInFailuresPerAccount),
     }),
+    tracking: new TrackingService(groupCommit, suppressions),
+    feedback: new FeedbackService(
+      groupCommit,
+      suppressions,
+      new VerpSigner(masterKey),
+      logger.child({ component: 'inbound' }),
+    ),
     timers,
     async close() {
       for (const t of timers) clearInterval(t);

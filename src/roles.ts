@@ -7,7 +7,7 @@ import { start as startDelivery } from './modules/delivery/engine.ts';
 import { start as startEventRetention } from './modules/events/engine.ts';
 import { start as startIdempotencyPurge } from './modules/idempotency/engine.ts';
 import { start as startWebhooks } from './modules/webhooks/engine.ts';
-import { startInboundServer } from './modules/inbound/server.ts';
+import { startInboundServer } from './smtp/inbound-listener.ts';
 import { startSmtpServer } from './smtp/server.ts';
 import { startMetricsServer } from './metrics/metrics-server.ts';
 import { start as startTableMaintenance } from './jobs/table-maintenance.ts';

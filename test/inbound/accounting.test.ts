@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Container } from '../../src/container.ts';
 import { createLogger } from '../../src/logger.ts';
-import { type RunningInbound, startInboundServer } from '../../src/modules/inbound/server.ts';
+import { type RunningInbound, startInboundServer } from '../../src/smtp/inbound-listener.ts';
 import { VerpSigner } from '../../src/modules/outcomes/verp.ts';
 import { deriveTokenKey, signToken } from '../../src/modules/tracking/token.ts';
 import * as corpus from './corpus.ts';

@@ -7,7 +7,7 @@
 import nodemailer from 'nodemailer';
 import { createDeliveryWorker } from '../../src/modules/delivery/engine.ts';
 import type { DeliveryWorker } from '../../src/modules/delivery/worker.ts';
-import { type RunningInbound, startInboundServer } from '../../src/modules/inbound/server.ts';
+import { type RunningInbound, startInboundServer } from '../../src/smtp/inbound-listener.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { type DnsServer, startDnsServer } from '../peers/dns-server.ts';
 import { type SinkMx, startSinkMx } from '../peers/sink-mx.ts';
@@ -136,6 +136,6 @@ export async function suppressionOf(h: Harness, tenantId: string, email: string)
 }
 
 export async function inboundCount(h: Harness, result: string): Promise<number> {
-  const m = await h.inbound.service.counter.get();
+  const m = await h.inbound.counter.get();
   return m.values.find((v) => v.labels.result === result)?.value ?? 0;
 }

@@ -4,7 +4,7 @@ import type { Database } from '../../db/index.ts';
 import { databaseFaultCounter } from '../../metrics/database-faults.ts';
 import { mailMetrics } from '../../metrics/mail-metrics.ts';
 import { installQueueGauges } from '../../metrics/queue-gauges.ts';
-import { inboundCounter } from '../../modules/inbound/inbound.service.ts';
+import { inboundCounter } from '../../metrics/inbound-messages.ts';
 
 /**
  * Prometheus metrics on a registry of our own (several apps can live in one test process): the

@@ -20,7 +20,7 @@ import { publicHostOf } from '../domains/tracking-host.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { getTrackingSettings, patchTrackingSettings } from './settings.ts';
 import { deriveTokenKey, type TokenKind, type TrackingToken, verifyToken } from './token.ts';
-import { type ClientInfo, type HonouredTenants, messageTenant, TrackingService } from './tracking.service.ts';
+import { type ClientInfo, type HonouredTenants, messageTenant } from './tracking.service.ts';
 import { unsubscribeDonePage, unsubscribePage } from './unsubscribe-page.ts';
 import { redirectTarget } from './redirect-target.ts';
 
@@ -51,7 +51,7 @@ function notFound(reply: FastifyReply) {
 
 export async function registerTrackingRoutes(app: TypedApp, c: Container): Promise<void> {
   const key = deriveTokenKey(c.masterKey);
-  const tracking = new TrackingService(c.groupCommit, c.suppressions);
+  const tracking = c.tracking;
   const counted = mailMetrics(c.metrics).trackingEvents;
   const bucket = { rps: c.config.trackingRateLimitRps, burst: c.config.trackingRateLimitBurst };
   /**
