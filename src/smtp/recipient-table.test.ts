@@ -99,12 +99,7 @@ describe("today's registrations: bounces, complaints and the mailto unsubscribe 
   const masterKey = randomBytes(32);
   const verp = new VerpSigner(masterKey);
   // Matching reads neither the database writers nor tracking: only tokens and the fbl@ lookup.
-  const feedback = new FeedbackService(
-    {} as GroupCommit,
-    {} as SuppressionsService,
-    verp,
-    createLogger('silent'),
-  );
+  const feedback = new FeedbackService({} as GroupCommit, {} as SuppressionsService, verp, createLogger('silent'));
   const returnPathOwners: Record<string, string[]> = { 'bounces.shop.test': ['tenant-a', 'tenant-a', 'tenant-b'] };
   const db = {
     selectFrom: () => ({
