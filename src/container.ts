@@ -39,7 +39,7 @@ import { WarmupPoliciesService } from './modules/warmup/warmup.service.ts';
 import { loadPacingData } from './modules/pacing/pacing-data.ts';
 import { loadBounceRules, installBounceRules } from './modules/outcomes/bounce-rules.ts';
 import { PacingService } from './modules/pacing/pacing.service.ts';
-import { FeedbackService } from './modules/inbound/inbound.service.ts';
+import { FeedbackService } from './modules/feedback/feedback.service.ts';
 import { VerpSigner } from './modules/outcomes/verp.ts';
 import { TrackingService } from './modules/tracking/tracking.service.ts';
 

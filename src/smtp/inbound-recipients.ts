@@ -1,5 +1,5 @@
 import type { Container } from '../container.ts';
-import { fblReports, verpReports } from '../modules/inbound/recipients.ts';
+import { fblReports, verpReports } from '../modules/feedback/recipients.ts';
 import { mailtoUnsubscribe } from '../modules/tracking/mailto-unsubscribe.ts';
 import type { RecipientHandler } from './recipient-handler.ts';
 

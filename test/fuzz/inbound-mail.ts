@@ -14,14 +14,14 @@ import {
   diagnosticText,
   parseFieldGroups,
   smtpFigures,
-} from '../../src/modules/inbound/delivery-status.ts';
+} from '../../src/modules/feedback/delivery-status.ts';
 import {
   firstAddress,
   looksLikeAutoReply,
   looksLikeBounce,
   plainBounce,
-} from '../../src/modules/inbound/heuristics.ts';
-import { htmlNoticeText } from '../../src/modules/inbound/html-text.ts';
+} from '../../src/modules/feedback/heuristics.ts';
+import { htmlNoticeText } from '../../src/modules/feedback/html-text.ts';
 import {
   decodeBody,
   decodeQuotedPrintable,
@@ -29,9 +29,9 @@ import {
   headerFields,
   structuredValue,
   transferEncoding,
-} from '../../src/modules/inbound/mime-decode.ts';
-import { MAX_PARTS, SCAN_BYTES, walkMessage } from '../../src/modules/inbound/mime-walk.ts';
-import { findReferences, parseInbound } from '../../src/modules/inbound/report-parser.ts';
+} from '../../src/modules/feedback/mime-decode.ts';
+import { MAX_PARTS, SCAN_BYTES, walkMessage } from '../../src/modules/feedback/mime-walk.ts';
+import { findReferences, parseInbound } from '../../src/modules/feedback/report-parser.ts';
 import { VerpSigner, verpTokenOf } from '../../src/modules/outcomes/verp.ts';
 import * as corpus from '../inbound/corpus.ts';
 

@@ -13,7 +13,7 @@ import {
 } from './harness.ts';
 
 /**
- * Reports arriving together are written together (src/modules/inbound/report-batch.ts: one
+ * Reports arriving together are written together (src/modules/feedback/report-batch.ts: one
  * lookup, one UPDATE, one events insert per batch). Sent at once over separate connections,
  * they must each get their 250 only with their own effect, and reports about the same message
  * in one batch must act as if they came one after another.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { walkMessage } from '../../src/modules/inbound/mime-walk.ts';
-import { parseInbound } from '../../src/modules/inbound/report-parser.ts';
+import { walkMessage } from '../../src/modules/feedback/mime-walk.ts';
+import { parseInbound } from '../../src/modules/feedback/report-parser.ts';
 
 /**
  * The MIME walk of inbound reports (no database): transfer encodings and charsets of the parts

@@ -161,7 +161,7 @@ export class SourcePicker {
     return this.decide(msgs, to);
   }
 
-  /** Sync bounces count against the address's warmup day (async ones: src/modules/inbound). */
+  /** Sync bounces count against the address's warmup day (async ones: src/modules/feedback). */
   observe(kind: string, msg: MessagesTable): void {
     if (kind !== 'bounced' || !msg.source_address || !this.table?.warmup.has(msg.source_address)) return;
     countWarmupFeedback(this.o.database.db, msg.source_address, 'bounced', this.clock.now()).catch((err) =>

@@ -16,7 +16,7 @@ import { OUTCOMES_PG, outcomesSqlite } from './queue.sql.ts';
  * Outcomes of delivery attempts: what the delivery worker found (attempt-outcome.ts there) made
  * into the message's state, its attempt row and its event. This folder owns every write of a
  * message's state after acceptance (queue.sql.ts), so delivery and the reading of reports
- * (src/modules/inbound/) both depend on it and on nothing of each other: the delivery worker's
+ * (src/modules/feedback/) both depend on it and on nothing of each other: the delivery worker's
  * outcomes are written here, a report's later bounce by report-outcomes.ts.
  */
 

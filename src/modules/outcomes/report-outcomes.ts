@@ -18,7 +18,7 @@ export interface ReportedBounce {
   suppress: Suppress | null;
 }
 
-/** What a batch of reports does to messages (src/modules/inbound/report-batch.ts decides it). */
+/** What a batch of reports does to messages (src/modules/feedback/report-batch.ts decides it). */
 export interface ReportOutcomes {
   /** Bounces of `delivered` messages (the state moves, then their events and suppressions). */
   bounces: ReportedBounce[];

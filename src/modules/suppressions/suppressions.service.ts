@@ -340,7 +340,7 @@ export class SuppressionsService {
   /**
    * addAutomatic for many suppressions of one tenant (scope `all`), in one statement and without
    * reading them back: the inbound listener's batches of asynchronous bounces and complaints
-   * (src/modules/inbound/report-batch.ts). The same address twice keeps the last, as one call
+   * (src/modules/feedback/report-batch.ts). The same address twice keeps the last, as one call
    * after another would (one upsert may not touch a row twice on PostgreSQL).
    */
   async addAutomaticMany(
