@@ -1,7 +1,8 @@
 import type { Executor } from './executor.ts';
 
 /** Tables whose rows are deleted softly: the row stays for audit, `deleted_at` ends its use. */
-export type SoftDeletedTable = 'api_keys' | 'smtp_credentials';
+export const SOFT_DELETED_TABLES = ['api_keys', 'smtp_credentials'] as const;
+export type SoftDeletedTable = (typeof SOFT_DELETED_TABLES)[number];
 
 /**
  * Marks one live row of the tenant deleted at `at`. Returns false when there is no such live

@@ -63,3 +63,11 @@ export function validationError(details: { field?: string; message: string; code
 export function notFound(what: string): AppError {
   return new AppError('not_found', `${what} not found`);
 }
+
+/**
+ * 409 name_taken on the `name` field of a resource whose names are unique per tenant (IP pools,
+ * warmup policies); `what` is the resource with its article ("an IP pool").
+ */
+export function nameTaken(what: string): AppError {
+  return new AppError('name_taken', `${what} with this name already exists`, { field: 'name' });
+}

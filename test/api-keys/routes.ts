@@ -12,3 +12,9 @@ export const API_KEY_ROUTES: RouteSpec[] = [
   { method: 'GET', path: '/v1/api-keys', scopes: KEYS },
   { method: 'DELETE', path: '/v1/api-keys/:id', scopes: KEYS, makeId: apiKeyId },
 ];
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+export const DASHBOARD_ID_CHECKS = [{ method: 'DELETE' as const, path: '/dashboard/api/api-keys/:id', makeId: apiKeyId }];

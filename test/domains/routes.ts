@@ -20,3 +20,12 @@ export const DOMAIN_ROUTES: RouteSpec[] = [
     sampleBody: { tracking_hostname: null },
   },
 ];
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+export const DASHBOARD_ID_CHECKS = [
+  { method: 'POST' as const, path: '/dashboard/api/domains/:id/verify', makeId: sendingDomainId },
+  { method: 'DELETE' as const, path: '/dashboard/api/domains/:id', makeId: sendingDomainId },
+];

@@ -86,7 +86,7 @@ describe('source scan: secrets are never compared with === / !==', () => {
     // API keys: looked up by SHA-256, then compared with safeEqual.
     expect(read('src/modules/api-keys/api-keys.service.ts')).toMatch(/safeEqual\(row\.key_hash, hash\)/);
     // Dashboard CSRF tokens and session ids (SHA-256 of the cookie), signed cursors.
-    expect(read('src/modules/dashboard/session.plugin.ts')).toMatch(/safeEqual\(given, e\)/);
+    expect(read('src/http/dashboard-session.ts')).toMatch(/safeEqual\(given, e\)/);
     expect(read('src/modules/dashboard/accounts.service.ts')).toMatch(/safeEqual\(row\.id, id\)/);
     expect(read('src/lib/pagination.ts')).toMatch(/safeEqual\(sig, /);
   });

@@ -10,3 +10,11 @@ export const SMTP_CREDENTIAL_ROUTES: RouteSpec[] = [
   { method: 'GET', path: '/v1/smtp-credentials', scopes: SMTP },
   { method: 'DELETE', path: '/v1/smtp-credentials/:id', scopes: SMTP, makeId: smtpCredentialId },
 ];
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+export const DASHBOARD_ID_CHECKS = [
+  { method: 'DELETE' as const, path: '/dashboard/api/smtp-credentials/:id', makeId: smtpCredentialId },
+];

@@ -39,3 +39,11 @@ export const SUPPRESSION_IMPORT_ROUTE: RouteSpec = {
   sampleBody: upload.payload,
   contentType: upload.contentType,
 };
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+export const DASHBOARD_ID_CHECKS = [
+  { method: 'DELETE' as const, path: '/dashboard/api/suppressions/:id', makeId: suppressionId },
+];

@@ -33,3 +33,12 @@ export const TRANSMISSION_ROUTES: RouteSpec[] = [
   { method: 'GET', path: '/v1/transmissions/:id', scopes: TX_READ, makeId: transmissionId },
   { method: 'GET', path: '/v1/messages/:id', scopes: TX_READ, makeId: messageId },
 ];
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+export const DASHBOARD_ID_CHECKS = [
+  { method: 'GET' as const, path: '/dashboard/api/messages/:id', makeId: messageId },
+  { method: 'GET' as const, path: '/dashboard/api/transmissions/:id', makeId: transmissionId },
+];

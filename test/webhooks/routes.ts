@@ -22,3 +22,16 @@ export const WEBHOOK_ROUTES: RouteSpec[] = [
   { method: 'POST', path: '/v1/webhooks/:id/test', scopes: HOOKS, makeId: webhookId },
   { method: 'GET', path: '/v1/webhooks/:id/deliveries', scopes: HOOKS, makeId: webhookId },
 ];
+
+/**
+ * Dashboard routes of this module that take an id, for the isolation test
+ * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
+ */
+const D = '/dashboard/api/webhooks';
+export const DASHBOARD_ID_CHECKS = [
+  { method: 'PATCH' as const, path: `${D}/:id`, makeId: webhookId, body: { name: 'taken over' } },
+  { method: 'DELETE' as const, path: `${D}/:id`, makeId: webhookId },
+  { method: 'POST' as const, path: `${D}/:id/rotate-secret`, makeId: webhookId },
+  { method: 'POST' as const, path: `${D}/:id/test`, makeId: webhookId },
+  { method: 'GET' as const, path: `${D}/:id/deliveries`, makeId: webhookId },
+];

@@ -26,19 +26,6 @@ export async function findActiveKey(db: Executor, tenantId: string, id: string):
     .executeTakeFirst();
 }
 
-export async function listApiKeys(
-  db: Executor,
-  tenantId: string,
-  opts: { limit: number; afterId?: string },
-): Promise<ApiKeysTable[]> {
-  let q = db.selectFrom('api_keys').selectAll().where('tenant_id', '=', tenantId).where('deleted_at', 'is', null);
-  if (opts.afterId) q = q.where('id', '<', opts.afterId);
-  return q
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .execute();
-}
-
 /** Soft delete: the row stays for audit, it stops authenticating. Returns false if absent. */
 export function deleteApiKey(db: Executor, tenantId: string, id: string, at: string): Promise<boolean> {
   return softDelete(db, 'api_keys', tenantId, id, at);

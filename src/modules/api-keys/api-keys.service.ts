@@ -1,17 +1,17 @@
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { ApiKeysTable } from '../../db/schema.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { randomBase62, safeEqual, sha256Hex } from '../../lib/crypto.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import {
   deleteApiKey,
   findActiveKey,
   findActiveKeyByHash,
   insertApiKey,
-  listApiKeys,
   touchApiKeys,
 } from './api-keys.repo.ts';
 import { isScope, type Scope } from './scopes.ts';
@@ -123,9 +123,7 @@ export class ApiKeysService {
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<ApiKeyView>> {
-    const afterId = cursor ? this.cursors.decode(cursor).id : undefined;
-    const rows = await listApiKeys(this.db, tenantId, { limit, ...(afterId ? { afterId } : {}) });
-    return toPage(rows, limit, this.cursors, toView);
+    return newestFirstPage(this.db, 'api_keys', tenantId, { limit, cursor, cursors: this.cursors }, toView);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/executor.ts';
 import type { DashboardSessionsTable, DashboardUsersTable } from '../../db/schema.ts';
+import type { SessionInfo } from '../../http/dashboard-session.ts';
 import { isoAt, nowIso } from '../../lib/clock.ts';
 import { hashPassword, randomBase62, safeEqual, sha256Hex, verifyPassword } from '../../lib/crypto.ts';
 import { isValidEmail } from '../../lib/email.ts';
@@ -46,16 +47,6 @@ export interface DashboardUserView {
   has_password: boolean;
   created_at: string;
   last_login_at: string | null;
-}
-
-export interface SessionInfo {
-  sessionId: string;
-  tenantId: string;
-  userId: string;
-  csrfToken: string;
-  viaLink: boolean;
-  createdAt: string;
-  expiresAt: string;
 }
 
 export interface StartedSession extends SessionInfo {

@@ -1,20 +1,18 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
-import type { TypedApp } from '../../http/route-module.ts';
-import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type SessionInfo, type StartedSession } from './accounts.service.ts';
 import {
   clearSessionCookie,
-  deviceCookieOf,
-  loginCsrfToken,
+  SESSION_ROUTE,
+  type SessionInfo,
   sendDashboardError,
   sessionOf,
-  setDeviceCookie,
-  setSessionCookie,
-} from './session.plugin.ts';
+} from '../../http/dashboard-session.ts';
+import type { TypedApp } from '../../http/route-module.ts';
+import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type StartedSession } from './accounts.service.ts';
+import { deviceCookieOf, loginCsrfToken, setDeviceCookie, setSessionCookie } from './sign-in-cookies.ts';
 
 const PUBLIC = { public: true, dashboard: 'public' } as const;
-const SESSION = { public: true, dashboard: 'session' } as const;
 
 const LoginBody = Type.Object(
   {
@@ -101,7 +99,7 @@ export function registerDashboardAuthRoutes(app: TypedApp, c: Container) {
     return signedIn(c, req, reply, s);
   });
 
-  app.post('/dashboard/api/logout', { config: SESSION, schema: hide }, async (req, reply) => {
+  app.post('/dashboard/api/logout', { config: SESSION_ROUTE, schema: hide }, async (req, reply) => {
     await c.dashboard.endSession(sessionOf(req).sessionId);
     clearSessionCookie(req, reply);
     return reply.code(204).send();
@@ -109,7 +107,7 @@ export function registerDashboardAuthRoutes(app: TypedApp, c: Container) {
 
   app.post(
     '/dashboard/api/password',
-    { config: SESSION, schema: { ...hide, body: PasswordBody } },
+    { config: SESSION_ROUTE, schema: { ...hide, body: PasswordBody } },
     async (req, reply) => {
       const s = sessionOf(req);
       // The sign-in limits apply, checked BEFORE the current password like a sign-in: past the

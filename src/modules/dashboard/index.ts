@@ -1,25 +1,20 @@
-import type { Container } from '../../container.ts';
-import type { TypedApp } from '../../http/route-module.ts';
-import { registerDashboardApiRoutes } from './api.routes.ts';
-import { registerDashboardAuthRoutes } from './auth.routes.ts';
+import { installDashboardSession } from '../../http/dashboard-session.ts';
+import type { RouteModule } from '../../http/route-module.ts';
 import { registerDashboardPages } from './pages.ts';
-import { installDashboardSession } from './session.plugin.ts';
-import { registerTemplateDashboardRoutes } from '../templates/dashboard.routes.ts';
-import { registerIpPoolDashboardRoutes } from '../ip-pools/dashboard.routes.ts';
-import { registerPacingDashboardRoutes } from '../pacing/dashboard.routes.ts';
+import { signInRedirect } from './sign-in-cookies.ts';
 
 /**
- * The web dashboard (docs/dashboard.md): its pages and its JSON API under /dashboard/api, in an
- * encapsulated plugin so the session hook never runs for /v1 (which accepts only bearer keys).
+ * The web dashboard (docs/dashboard.md): its pages and every feature's JSON routes under
+ * /dashboard/api (`routes`, the list DASHBOARD_ROUTES in src/modules/index.ts), in one
+ * encapsulated plugin so the session guard (src/http/dashboard-session.ts) never runs for /v1
+ * (which accepts only bearer keys).
  */
-export async function registerDashboard(app: TypedApp, c: Container) {
-  await app.register(async (child) => {
-    installDashboardSession(child, c.dashboard);
-    registerDashboardAuthRoutes(child, c);
-    registerDashboardApiRoutes(child, c);
-    registerTemplateDashboardRoutes(child, c);
-    registerIpPoolDashboardRoutes(child, c);
-    registerPacingDashboardRoutes(child, c);
-    await registerDashboardPages(child);
-  });
+export function registerDashboard(routes: readonly RouteModule[]): RouteModule {
+  return async (app, c) => {
+    await app.register(async (child) => {
+      installDashboardSession(child, c.dashboard, signInRedirect);
+      for (const register of routes) await register(child, c);
+      await registerDashboardPages(child);
+    });
+  };
 }

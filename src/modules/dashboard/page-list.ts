@@ -1,6 +1,6 @@
 /**
  * The dashboard's pages, in one list read by both sides: the server (pages.ts serves each path,
- * session.plugin.ts allows each as the way back after sign-in) and the single-page app
+ * sign-in-cookies.ts allows each as the way back after sign-in) and the single-page app
  * (dashboard/src: its router, its navigation, and App.tsx, whose page table must name a component
  * for every `page` here or the dashboard's typecheck fails). Adding a page is one entry here plus
  * its component. Plain data only: the browser bundle imports this file too.

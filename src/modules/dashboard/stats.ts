@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { isoAt } from '../../lib/clock.ts';
+import { ENGAGEMENT, type EngagementName, IS_MACHINE } from '../events/engagement.ts';
 import { uuidFloor } from '../events/events.query.ts';
 
 /** The overview's series: one per event type, named as the dashboard shows them. */
@@ -13,23 +14,7 @@ export const SERIES = {
   failed: 'message.failed',
   suppressed: 'message.suppressed',
 } as const;
-/**
- * Opens and clicks, counted apart for people and machines (`data.machine`, tracking/machine.ts):
- * `opens`/`clicks` are people, `opens_machine`/`clicks_machine` privacy proxies and scanners.
- */
-export const ENGAGEMENT = {
-  'message.opened': ['opens', 'opens_machine'],
-  'message.clicked': ['clicks', 'clicks_machine'],
-} as const;
-type EngagementName = (typeof ENGAGEMENT)[keyof typeof ENGAGEMENT][number];
 export type SeriesName = keyof typeof SERIES | EngagementName;
-
-/**
- * True when an event's data says machine. `data` is JSON.stringify output, where a quote inside a
- * string value is always escaped, so this text can only be the key itself: one LIKE on both
- * backends, no JSON functions (which differ between SQLite and PostgreSQL).
- */
-const IS_MACHINE = sql<number>`case when data like '%"machine":true%' then 1 else 0 end`;
 
 export const RANGES = {
   '24h': { hours: 24, bucket: 'hour' },
@@ -151,28 +136,4 @@ export async function overviewStats(
     totals,
     delivery_rate: finished === 0 ? null : totals.delivered / finished,
   };
-}
-
-export interface Engagement {
-  opens: { people: number; machines: number };
-  clicks: { people: number; machines: number };
-}
-
-/** One message's opens and clicks, people and machines apart (the dashboard's message page). */
-export async function messageEngagement(db: Executor, tenantId: string, messageId: string): Promise<Engagement> {
-  const rows = await db
-    .selectFrom('events')
-    .select(['type', IS_MACHINE.as('m'), (eb) => eb.fn.countAll<number>().as('n')])
-    .where('tenant_id', '=', tenantId)
-    .where('message_id', '=', messageId)
-    .where('type', 'in', Object.keys(ENGAGEMENT))
-    .groupBy(['type', IS_MACHINE])
-    .execute();
-  const out: Engagement = { opens: { people: 0, machines: 0 }, clicks: { people: 0, machines: 0 } };
-  for (const r of rows) {
-    const into = r.type === 'message.opened' ? out.opens : out.clicks;
-    if (Number(r.m) === 1) into.machines += Number(r.n);
-    else into.people += Number(r.n);
-  }
-  return out;
 }

@@ -78,19 +78,6 @@ export async function findVerifiedOwner(
     .executeTakeFirst();
 }
 
-export async function listDomains(
-  db: Executor,
-  tenantId: string,
-  opts: { limit: number; afterId?: string },
-): Promise<SendingDomainsTable[]> {
-  let q = db.selectFrom('sending_domains').selectAll().where('tenant_id', '=', tenantId);
-  if (opts.afterId) q = q.where('id', '<', opts.afterId);
-  return q
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .execute();
-}
-
 export async function updateDomain(
   db: Executor,
   tenantId: string,

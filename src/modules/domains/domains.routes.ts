@@ -1,9 +1,9 @@
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { Container } from '../../container.ts';
-import { replyIdempotent } from '../../http/idempotent.ts';
+import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { noContent, type TypedApp } from '../../http/route-module.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
+import type { TypedApp } from '../../http/route-module.ts';
+import { errorResponses, IdParams } from '../../http/schemas.ts';
 
 const SCOPE = ['manage:sending-domains'] as const;
 const TAGS = ['Sending domains'];
@@ -40,83 +40,38 @@ const SendingDomain = Type.Object({
   updated_at: Type.String(),
 });
 
+const CreateDomainBody = Type.Object(
+  { domain: Type.String({ minLength: 1, maxLength: 253 }) },
+  { additionalProperties: false },
+);
+
+/** The sending-domain use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
+export const SENDING_DOMAINS: CrudResource<typeof CreateDomainBody, TSchema> = {
+  createBody: CreateDomainBody,
+  create: async (c, caller, input) => {
+    // The DKIM key is made and the limits checked before the idempotent transaction opens.
+    const prepared = await c.domains.prepare(caller.tenantId, input);
+    return (db) => c.domains.create(caller.tenantId, prepared, db);
+  },
+  service: (c) => c.domains,
+};
+
 export function registerDomainRoutes(app: TypedApp, c: Container) {
-  app.post(
-    '/v1/sending-domains',
-    {
-      config: {
-        scopes: SCOPE,
-        openapi: { errors: ['domain_limit_reached'], request: { domain: 'mail.example.com' } },
-      },
-      schema: {
-        tags: TAGS,
-        operationId: 'sendingDomains.create',
-        summary: 'Add a sending domain (makes its DKIM key and lists the DNS records to publish)',
-        headers: IdempotencyHeader,
-        body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
-        response: { 201: SendingDomain, ...errorResponses(409, 415, 422) },
-      },
+  registerCrudRoutes(app, c, {
+    ...SENDING_DOMAINS,
+    path: '/v1/sending-domains',
+    scopes: SCOPE,
+    tags: TAGS,
+    view: SendingDomain,
+    resource: 'sendingDomains',
+    summaries: {
+      create: 'Add a sending domain (makes its DKIM key and lists the DNS records to publish)',
+      list: 'List sending domains',
+      get: 'Get a sending domain with its DNS records',
+      delete: 'Delete a sending domain and its DKIM key',
     },
-    async (req, reply) => {
-      const tenantId = authOf(req).tenantId;
-      const prepared = await c.domains.prepare(tenantId, req.body);
-      return replyIdempotent(c, req, reply, async (trx) => ({
-        status: 201,
-        body: await c.domains.create(tenantId, prepared, trx),
-      }));
-    },
-  );
-
-  app.get(
-    '/v1/sending-domains',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'sendingDomains.list',
-        summary: 'List sending domains',
-        querystring: Type.Object(PageQuery),
-        response: { 200: pageOf(SendingDomain), ...errorResponses() },
-      },
-    },
-    async (req) => {
-      const q = pageQuery(req.query);
-      return c.domains.list(authOf(req).tenantId, q.limit, q.cursor);
-    },
-  );
-
-  app.get(
-    '/v1/sending-domains/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'sendingDomains.get',
-        summary: 'Get a sending domain with its DNS records',
-        params: IdParams,
-        response: { 200: SendingDomain, ...errorResponses(404) },
-      },
-    },
-    async (req) => c.domains.get(authOf(req).tenantId, req.params.id),
-  );
-
-  app.delete(
-    '/v1/sending-domains/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'sendingDomains.delete',
-        summary: 'Delete a sending domain and its DKIM key',
-        params: IdParams,
-        response: { 204: Type.Null(), ...errorResponses(404) },
-      },
-    },
-    async (req, reply) => {
-      await c.domains.delete(authOf(req).tenantId, req.params.id);
-      return noContent(reply);
-    },
-  );
+    docs: { create: { errors: ['domain_limit_reached'], request: { domain: 'mail.example.com' } } },
+  });
 
   app.post(
     '/v1/sending-domains/:id/verify',

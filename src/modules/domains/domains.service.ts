@@ -1,13 +1,14 @@
 import { randomInt } from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { SendingDomainsTable } from '../../db/schema.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { generateDkimKey } from './dkim-keygen.ts';
 import {
   buildRecords,
@@ -34,7 +35,6 @@ import {
   findDomainsNamed,
   findVerifiedOwner,
   insertDomain,
-  listDomains,
   lockTenant,
   updateDomain,
 } from './domains.repo.ts';
@@ -213,9 +213,7 @@ export class DomainsService {
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<DomainView>> {
-    const afterId = cursor ? this.cursors.decode(cursor).id : undefined;
-    const rows = await listDomains(this.db, tenantId, { limit, ...(afterId ? { afterId } : {}) });
-    return toPage(rows, limit, this.cursors, toView);
+    return newestFirstPage(this.db, 'sending_domains', tenantId, { limit, cursor, cursors: this.cursors }, toView);
   }
 
   async get(tenantId: string, id: string): Promise<DomainView> {

@@ -1,10 +1,10 @@
-import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
+import { registerSessionCrudRoutes } from '../../http/crud-routes.ts';
+import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
-import { IdParams, PageQuery, pageQuery } from '../../http/schemas.ts';
-import { sessionOf } from '../dashboard/session.plugin.ts';
+import { IdParams } from '../../http/schemas.ts';
 import { warmupProgress } from '../warmup/progress.ts';
+import { IP_POOLS } from './ip-pools.routes.ts';
 
 /**
  * The dashboard's IP pool and warmup calls (docs/dashboard.md): read-only views of the
@@ -12,14 +12,11 @@ import { warmupProgress } from '../warmup/progress.ts';
  * Pools are changed through the API (docs/ip-pools.md).
  */
 const P = '/dashboard/api/ip-pools';
-const config = { public: true, dashboard: 'session' } as const;
-const tenant = (req: FastifyRequest) => sessionOf(req).tenantId;
+const config = SESSION_ROUTE;
+const tenant = sessionTenant;
 
 export function registerIpPoolDashboardRoutes(app: TypedApp, c: Container) {
-  app.get(P, { config, schema: { hide: true, querystring: Type.Object(PageQuery) } }, async (req) => {
-    const q = pageQuery(req.query);
-    return c.ipPools.list(tenant(req), q.limit, q.cursor);
-  });
+  registerSessionCrudRoutes(app, c, IP_POOLS, P, ['list']);
   app.get(`${P}/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) => {
     const pool = await c.ipPools.get(tenant(req), req.params.id);
     const rules = await c.sourceAddresses.rules();

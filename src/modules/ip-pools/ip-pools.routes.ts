@@ -1,5 +1,5 @@
 import type { Container } from '../../container.ts';
-import { registerCrudRoutes } from '../../http/crud-routes.ts';
+import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import {
   CREATE_POOL_DOCS,
@@ -10,16 +10,23 @@ import {
 } from './ip-pools.examples.ts';
 import { CreatePoolBody, IpPool, UpdatePoolBody } from './ip-pools.schema.ts';
 
+/** The IP pool use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
+export const IP_POOLS: CrudResource<typeof CreatePoolBody, typeof UpdatePoolBody> = {
+  createBody: CreatePoolBody,
+  updateBody: UpdatePoolBody,
+  create: async (c, caller, input) => (db) => c.ipPools.create(db, caller.tenantId, input),
+  service: (c) => c.ipPools,
+};
+
 /** /v1/ip-pools (docs/api.md "IP pools", docs/ip-pools.md): the five routes of a named resource. */
 export function registerIpPoolRoutes(app: TypedApp, c: Container) {
   registerCrudRoutes(app, c, {
+    ...IP_POOLS,
     path: '/v1/ip-pools',
     scopes: ['manage:ip-pools'],
     tags: ['IP pools'],
     view: IpPool,
     resource: 'ipPools',
-    createBody: CreatePoolBody,
-    updateBody: UpdatePoolBody,
     summaries: {
       create: "Create an IP pool from this host's source addresses",
       list: 'List IP pools, newest first',
@@ -34,6 +41,6 @@ export function registerIpPoolRoutes(app: TypedApp, c: Container) {
       update: UPDATE_POOL_DOCS,
       delete: DELETE_POOL_DOCS,
     },
-    service: (c) => c.ipPools,
+    conflicts: ['update', 'delete'],
   });
 }

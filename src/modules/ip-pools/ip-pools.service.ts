@@ -1,12 +1,13 @@
 import { isIP } from 'node:net';
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { IpPoolAddressesTable, IpPoolsTable } from '../../db/schema.ts';
+import { writeNamed } from '../../db/unique-violation.ts';
 import { nowIso } from '../../lib/clock.ts';
-import { AppError, notFound, validationError } from '../../lib/errors.ts';
+import { AppError, nameTaken, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { CursorCodec, Page } from '../../lib/pagination.ts';
-import { nameTaken, newestFirstPage, writeNamed } from '../named-resource.ts';
 import { findPolicy } from '../warmup/warmup.service.ts';
 import { findPool, findPoolByName, poolAddresses, replaceAddresses, tenantPools } from './ip-pools.repo.ts';
 import type { AddressFlag, CreatePoolInput, IpPoolView, MailType, UpdatePoolInput } from './ip-pools.schema.ts';

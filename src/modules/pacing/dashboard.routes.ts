@@ -1,15 +1,14 @@
-import type { FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
+import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
-import { sessionOf } from '../dashboard/session.plugin.ts';
 
 /**
  * The dashboard's pacing call (docs/dashboard.md, docs/pacing.md): this tenant's limits per site
  * (override, default, effective) and the active suspensions, read-only; limits are changed with
  * PUT /v1/pacing/sites/{site}. Authenticated by the session, tenant-scoped like /v1/pacing.
  */
-const config = { public: true, dashboard: 'session' } as const;
-const tenant = (req: FastifyRequest) => sessionOf(req).tenantId;
+const config = SESSION_ROUTE;
+const tenant = sessionTenant;
 
 export function registerPacingDashboardRoutes(app: TypedApp, c: Container) {
   app.get('/dashboard/api/pacing', { config, schema: { hide: true } }, async (req) => ({

@@ -1,9 +1,7 @@
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { Container } from '../../container.ts';
-import { replyIdempotent } from '../../http/idempotent.ts';
-import { authOf } from '../../http/plugins/auth.ts';
-import { noContent, type TypedApp } from '../../http/route-module.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
+import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
+import type { TypedApp } from '../../http/route-module.ts';
 
 const SCOPE = ['manage:smtp-credentials'] as const;
 
@@ -20,65 +18,32 @@ const CreatedSmtpCredential = Type.Object({
   password: Type.Union([Type.String(), Type.Null()], { description: 'Shown once, null in replays.' }),
 });
 
+const CreateSmtpCredentialBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
+
+/** The SMTP credential use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
+export const SMTP_CREDENTIALS: CrudResource<typeof CreateSmtpCredentialBody, TSchema> = {
+  createBody: CreateSmtpCredentialBody,
+  create: async (c, caller, input) => (db) => c.smtpCredentials.create(caller.tenantId, input, db),
+  service: (c) => c.smtpCredentials,
+};
+
 export function registerSmtpCredentialRoutes(app: TypedApp, c: Container) {
-  app.post(
-    '/v1/smtp-credentials',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: ['SMTP credentials'],
-        operationId: 'smtpCredentials.create',
-        summary: 'Create SMTP credentials (the password is returned once)',
-        headers: IdempotencyHeader,
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
-        response: { 201: CreatedSmtpCredential, ...errorResponses(409, 415, 422) },
-      },
+  registerCrudRoutes(app, c, {
+    ...SMTP_CREDENTIALS,
+    path: '/v1/smtp-credentials',
+    scopes: SCOPE,
+    tags: ['SMTP credentials'],
+    view: SmtpCredential,
+    created: CreatedSmtpCredential,
+    secretFields: ['password'],
+    resource: 'smtpCredentials',
+    summaries: {
+      create: 'Create SMTP credentials (the password is returned once)',
+      list: 'List SMTP credentials (never the password)',
+      delete: 'Delete SMTP credentials',
     },
-    async (req, reply) => {
-      const tenantId = authOf(req).tenantId;
-      return replyIdempotent(
-        c,
-        req,
-        reply,
-        async (trx) => ({ status: 201, body: await c.smtpCredentials.create(tenantId, req.body, trx) }),
-        { secretFields: ['password'] },
-      );
-    },
-  );
-
-  app.get(
-    '/v1/smtp-credentials',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: ['SMTP credentials'],
-        operationId: 'smtpCredentials.list',
-        summary: 'List SMTP credentials (never the password)',
-        querystring: Type.Object(PageQuery),
-        response: { 200: pageOf(SmtpCredential), ...errorResponses() },
-      },
-    },
-    async (req) => {
-      const q = pageQuery(req.query);
-      return c.smtpCredentials.list(authOf(req).tenantId, q.limit, q.cursor);
-    },
-  );
-
-  app.delete(
-    '/v1/smtp-credentials/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: ['SMTP credentials'],
-        operationId: 'smtpCredentials.delete',
-        summary: 'Delete SMTP credentials',
-        params: IdParams,
-        response: { 204: Type.Null(), ...errorResponses(404) },
-      },
-    },
-    async (req, reply) => {
-      await c.smtpCredentials.delete(authOf(req).tenantId, req.params.id);
-      return noContent(reply);
-    },
-  );
+  });
 }

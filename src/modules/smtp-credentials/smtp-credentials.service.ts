@@ -1,15 +1,15 @@
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { SmtpCredentialsTable } from '../../db/schema.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { hashPassword, randomBase62, verifyPassword } from '../../lib/crypto.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import {
   deleteSmtpCredential,
   findActiveByUsername,
   insertSmtpCredential,
-  listSmtpCredentials,
 } from './smtp-credentials.repo.ts';
 
 export interface SmtpCredentialView {
@@ -65,9 +65,7 @@ export class SmtpCredentialsService {
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<SmtpCredentialView>> {
-    const afterId = cursor ? this.cursors.decode(cursor).id : undefined;
-    const rows = await listSmtpCredentials(this.db, tenantId, { limit, ...(afterId ? { afterId } : {}) });
-    return toPage(rows, limit, this.cursors, toView);
+    return newestFirstPage(this.db, 'smtp_credentials', tenantId, { limit, cursor, cursors: this.cursors }, toView);
   }
 
   async delete(tenantId: string, id: string): Promise<void> {

@@ -121,32 +121,6 @@ function upsertSql(returning: string) {
 const UPSERT = upsertSql('');
 const UPSERT_RETURNING = upsertSql(' returning id');
 
-export interface SuppressionFilter {
-  limit: number;
-  afterId?: string;
-  type?: string;
-  reasonCategory?: string;
-  identifier?: string;
-  scope?: string;
-}
-
-export async function listSuppressions(
-  db: Executor,
-  tenantId: string,
-  f: SuppressionFilter,
-): Promise<SuppressionsTable[]> {
-  let q = db.selectFrom('suppressions').selectAll().where('tenant_id', '=', tenantId);
-  if (f.type) q = q.where('type', '=', f.type);
-  if (f.reasonCategory) q = q.where('reason_category', '=', f.reasonCategory);
-  if (f.identifier !== undefined) q = q.where('identifier', '=', f.identifier);
-  if (f.scope) q = q.where('scope', '=', f.scope);
-  if (f.afterId) q = q.where('id', '<', f.afterId);
-  return q
-    .orderBy('id', 'desc')
-    .limit(f.limit + 1)
-    .execute();
-}
-
 export async function getSuppression(
   db: Executor,
   tenantId: string,

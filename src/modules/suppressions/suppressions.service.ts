@@ -1,16 +1,16 @@
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { Database } from '../../db/index.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { domainOf, normalizeEmail } from '../../lib/email.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { type CsvRecord, CsvRecordReader } from './csv-reader.ts';
 import {
   deleteSuppression,
   findEmailsAndDomains,
   findSuppressionByIdentity,
   getSuppression,
-  listSuppressions,
   upsertSuppressions,
 } from './suppressions.repo.ts';
 
@@ -224,16 +224,13 @@ export class SuppressionsService {
       if (type !== undefined && type !== implied) return { data: [], next_cursor: null };
       type = implied;
     }
-    const afterId = q.cursor ? this.cursors.decode(q.cursor).id : undefined;
-    const rows = await listSuppressions(this.database.db, tenantId, {
-      limit: q.limit,
-      ...(afterId ? { afterId } : {}),
-      ...(type ? { type } : {}),
-      ...(q.reason_category ? { reasonCategory: q.reason_category } : {}),
-      ...(identifier !== undefined ? { identifier } : {}),
-      ...(q.scope ? { scope: q.scope } : {}),
+    const page = { limit: q.limit, cursor: q.cursor, cursors: this.cursors };
+    return newestFirstPage(this.database.db, 'suppressions', tenantId, page, toView, {
+      type: type || undefined,
+      reason_category: q.reason_category || undefined,
+      identifier,
+      scope: q.scope || undefined,
     });
-    return toPage(rows, q.limit, this.cursors, toView);
   }
 
   async get(tenantId: string, id: string): Promise<SuppressionView> {

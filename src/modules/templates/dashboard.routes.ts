@@ -1,12 +1,13 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
-import { noContent, type TypedApp } from '../../http/route-module.ts';
+import { registerSessionCrudRoutes } from '../../http/crud-routes.ts';
+import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
+import type { TypedApp } from '../../http/route-module.ts';
 import { IdParams, PageQuery, pageQuery } from '../../http/schemas.ts';
 import { validationError } from '../../lib/errors.ts';
-import { sessionOf } from '../dashboard/session.plugin.ts';
 import { validateTransmission } from '../transmissions/transmissions.validate.ts';
-import { CreateTemplateBody, MAX_PART_CHARS, PreviewBody, UpdateTemplateBody } from './templates.schema.ts';
+import { TEMPLATES } from './templates.routes.ts';
+import { MAX_PART_CHARS, PreviewBody } from './templates.schema.ts';
 
 /**
  * The dashboard's template calls (docs/dashboard.md "Templates"): the /v1/templates use cases
@@ -14,8 +15,8 @@ import { CreateTemplateBody, MAX_PART_CHARS, PreviewBody, UpdateTemplateBody } f
  * an address through the normal accept path (suppressions, sender policy, events all apply).
  */
 const P = '/dashboard/api/templates';
-const config = { public: true, dashboard: 'session' } as const;
-const tenant = (req: FastifyRequest) => sessionOf(req).tenantId;
+const config = SESSION_ROUTE;
+const tenant = sessionTenant;
 
 const SendTestBody = Type.Object(
   {
@@ -42,27 +43,7 @@ export function registerTemplateDashboardRoutes(app: TypedApp, c: Container) {
   app.post(`/dashboard/api/template-render`, { config, schema: { hide: true, body: RenderBody } }, async (req) =>
     c.templates.renderUnsaved(req.body),
   );
-  app.get(P, { config, schema: { hide: true, querystring: Type.Object(PageQuery) } }, async (req) => {
-    const q = pageQuery(req.query);
-    return c.templates.list(tenant(req), q.limit, q.cursor);
-  });
-  app.post(P, { config, schema: { hide: true, body: CreateTemplateBody } }, async (req, reply) => {
-    const prepared = await c.templates.prepareCreate(req.body);
-    const created = await c.database.db
-      .transaction()
-      .execute((trx) => c.templates.insertPrepared(trx, tenant(req), prepared));
-    return reply.code(201).send(created);
-  });
-  app.get(`${P}/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
-    c.templates.get(tenant(req), req.params.id),
-  );
-  app.patch(`${P}/:id`, { config, schema: { hide: true, params: IdParams, body: UpdateTemplateBody } }, async (req) =>
-    c.templates.update(tenant(req), req.params.id, req.body),
-  );
-  app.delete(`${P}/:id`, { config, schema: { hide: true, params: IdParams } }, async (req, reply) => {
-    await c.templates.delete(tenant(req), req.params.id);
-    return noContent(reply);
-  });
+  registerSessionCrudRoutes(app, c, TEMPLATES, P, ['list', 'create', 'get', 'update', 'delete']);
   app.post(`${P}/:id/publish`, { config, schema: { hide: true, params: IdParams } }, async (req) =>
     c.templates.publish(tenant(req), req.params.id),
   );

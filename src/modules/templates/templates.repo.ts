@@ -33,19 +33,6 @@ export async function findTemplateByName(
     .executeTakeFirst();
 }
 
-export async function listTemplates(
-  db: Executor,
-  tenantId: string,
-  opts: { limit: number; beforeId?: string },
-): Promise<TemplatesTable[]> {
-  let q = db.selectFrom('templates').selectAll().where('tenant_id', '=', tenantId);
-  if (opts.beforeId) q = q.where('id', '<', opts.beforeId);
-  return q
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .execute();
-}
-
 /** The given versions of one template (e.g. its draft and published ones). */
 export async function findVersions(
   db: Executor,

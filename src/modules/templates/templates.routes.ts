@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../container.ts';
-import { replyIdempotent } from '../../http/idempotent.ts';
+import { inTransaction } from '../../db/executor.ts';
+import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { noContent, type TypedApp } from '../../http/route-module.ts';
-import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
+import type { TypedApp } from '../../http/route-module.ts';
+import { errorResponses, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import {
   CreateTemplateBody,
   PreviewBody,
@@ -16,101 +17,37 @@ import {
 const SCOPE = ['manage:templates'] as const;
 const TAGS = ['Templates'];
 
+/** The template use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
+export const TEMPLATES: CrudResource<typeof CreateTemplateBody, typeof UpdateTemplateBody> = {
+  createBody: CreateTemplateBody,
+  updateBody: UpdateTemplateBody,
+  create: async (c, caller, input) => {
+    const prepared = await c.templates.prepareCreate(input);
+    // The template and its version 1 are written together.
+    return (db) => inTransaction(db, (trx) => c.templates.insertPrepared(trx, caller.tenantId, prepared));
+  },
+  service: (c) => c.templates,
+};
+
 /** /v1/templates (docs/api.md "Templates", docs/templates.md). */
 export function registerTemplateRoutes(app: TypedApp, c: Container) {
   app.addSchema(TemplateVersion);
-  app.addSchema(Template);
+  registerCrudRoutes(app, c, {
+    ...TEMPLATES,
+    path: '/v1/templates',
+    scopes: SCOPE,
+    tags: TAGS,
+    view: Template,
+    resource: 'templates',
+    summaries: {
+      create: 'Create a template (saved as version 1 of its draft)',
+      list: 'List templates, newest first',
+      get: 'Get a template with its draft and published versions',
+      update: 'Save a new draft version; fields not sent are carried over from the latest draft',
+      delete: 'Delete a template and its versions (mail already accepted is not affected)',
+    },
+  });
   const TemplateRef = Type.Ref('Template');
-
-  app.post(
-    '/v1/templates',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'templates.create',
-        summary: 'Create a template (saved as version 1 of its draft)',
-        headers: IdempotencyHeader,
-        body: CreateTemplateBody,
-        response: { 201: TemplateRef, ...errorResponses(409, 415, 422) },
-      },
-    },
-    async (req, reply) => {
-      const auth = authOf(req);
-      const prepared = await c.templates.prepareCreate(req.body);
-      return replyIdempotent(c, req, reply, async (trx) => ({
-        status: 201,
-        body: await c.templates.insertPrepared(trx, auth.tenantId, prepared),
-      }));
-    },
-  );
-
-  app.get(
-    '/v1/templates',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'templates.list',
-        summary: 'List templates, newest first',
-        querystring: Type.Object(PageQuery),
-        response: { 200: pageOf(TemplateRef), ...errorResponses() },
-      },
-    },
-    async (req) => {
-      const q = pageQuery(req.query);
-      return c.templates.list(authOf(req).tenantId, q.limit, q.cursor);
-    },
-  );
-
-  app.get(
-    '/v1/templates/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'templates.get',
-        summary: 'Get a template with its draft and published versions',
-        params: IdParams,
-        response: { 200: TemplateRef, ...errorResponses(404) },
-      },
-    },
-    async (req) => c.templates.get(authOf(req).tenantId, req.params.id),
-  );
-
-  app.patch(
-    '/v1/templates/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'templates.update',
-        summary: 'Save a new draft version; fields not sent are carried over from the latest draft',
-        params: IdParams,
-        body: UpdateTemplateBody,
-        response: { 200: TemplateRef, ...errorResponses(404, 415, 422) },
-      },
-    },
-    async (req) => c.templates.update(authOf(req).tenantId, req.params.id, req.body),
-  );
-
-  app.delete(
-    '/v1/templates/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'templates.delete',
-        summary: 'Delete a template and its versions (mail already accepted is not affected)',
-        params: IdParams,
-        response: { 204: Type.Null(), ...errorResponses(404) },
-      },
-    },
-    async (req, reply) => {
-      await c.templates.delete(authOf(req).tenantId, req.params.id);
-      return noContent(reply);
-    },
-  );
 
   app.post(
     '/v1/templates/:id/publish',

@@ -1,12 +1,13 @@
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { TemplatesTable, TemplateVersionsTable } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/unique-violation.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { formatMailbox, parseMailbox } from '../../lib/email.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { fieldProblems, languageProblems, type Problem } from '../content/content-rules.ts';
 import { type PreviewView, previewUnsaved, renderPreview } from '../content/preview.ts';
 import { mergeData } from '../content/render-content.ts';
@@ -18,7 +19,6 @@ import {
   findVersions,
   insertTemplate,
   insertVersion,
-  listTemplates,
   listVersions,
   updateTemplate,
 } from './templates.repo.ts';
@@ -160,9 +160,7 @@ export class TemplatesService {
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<TemplateView>> {
-    const beforeId = cursor ? this.cursors.decode(cursor).id : undefined;
-    const rows = await listTemplates(this.db, tenantId, { limit, ...(beforeId ? { beforeId } : {}) });
-    const page = toPage(rows, limit, this.cursors, (r) => r);
+    const page = await newestFirstPage(this.db, 'templates', tenantId, { limit, cursor, cursors: this.cursors }, (r) => r);
     return { data: await Promise.all(page.data.map((r) => this.view(this.db, r))), next_cursor: page.next_cursor };
   }
 

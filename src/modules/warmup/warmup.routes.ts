@@ -1,5 +1,5 @@
 import type { Container } from '../../container.ts';
-import { registerCrudRoutes } from '../../http/crud-routes.ts';
+import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import {
   CREATE_POLICY_DOCS,
@@ -10,16 +10,23 @@ import {
 } from './warmup.examples.ts';
 import { CreateWarmupBody, UpdateWarmupBody, WarmupPolicy } from './warmup.schema.ts';
 
+/** The warmup-policy use cases the /v1 routes call (http/crud-routes.ts). */
+const WARMUP_POLICIES: CrudResource<typeof CreateWarmupBody, typeof UpdateWarmupBody> = {
+  createBody: CreateWarmupBody,
+  updateBody: UpdateWarmupBody,
+  create: async (c, caller, input) => (db) => c.warmupPolicies.create(db, caller.tenantId, input),
+  service: (c) => c.warmupPolicies,
+};
+
 /** /v1/warmup-policies (docs/api.md "Warmup policies", docs/ip-pools.md "Warmup"). */
 export function registerWarmupRoutes(app: TypedApp, c: Container) {
   registerCrudRoutes(app, c, {
+    ...WARMUP_POLICIES,
     path: '/v1/warmup-policies',
     scopes: ['manage:pacing'],
     tags: ['Warmup policies'],
     view: WarmupPolicy,
     resource: 'warmupPolicies',
-    createBody: CreateWarmupBody,
-    updateBody: UpdateWarmupBody,
     summaries: {
       create: 'Create a warmup policy (stages of daily and hourly limits per address)',
       list: 'List warmup policies, newest first',
@@ -34,6 +41,6 @@ export function registerWarmupRoutes(app: TypedApp, c: Container) {
       update: UPDATE_POLICY_DOCS,
       delete: DELETE_POLICY_DOCS,
     },
-    service: (c) => c.warmupPolicies,
+    conflicts: ['update', 'delete'],
   });
 }

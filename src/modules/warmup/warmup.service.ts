@@ -1,11 +1,12 @@
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { WarmupPoliciesTable } from '../../db/schema.ts';
+import { writeNamed } from '../../db/unique-violation.ts';
 import { nowIso } from '../../lib/clock.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { CursorCodec, Page } from '../../lib/pagination.ts';
-import { newestFirstPage, writeNamed } from '../named-resource.ts';
 import { bumpRoutingGeneration } from '../ip-pools/routing-generation.ts';
 import type { CreateWarmupInput, UpdateWarmupInput, WarmupPolicyView, WarmupStage } from './warmup.schema.ts';
 

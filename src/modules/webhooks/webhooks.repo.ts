@@ -1,7 +1,7 @@
 import type { Updateable } from 'kysely';
 import { runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
-import type { WebhookDeliveriesTable, WebhooksTable } from '../../db/schema.ts';
+import type { WebhooksTable } from '../../db/schema.ts';
 import { SQL } from './queue.sql.ts';
 
 /** Webhook rows and the delivery log. Every tenant-facing query is scoped by tenant_id first. */
@@ -17,19 +17,6 @@ export async function findWebhook(db: Executor, tenantId: string, id: string): P
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .executeTakeFirst();
-}
-
-export async function listWebhooks(
-  db: Executor,
-  tenantId: string,
-  opts: { limit: number; beforeId?: string },
-): Promise<WebhooksTable[]> {
-  let q = db.selectFrom('webhooks').selectAll().where('tenant_id', '=', tenantId);
-  if (opts.beforeId) q = q.where('id', '<', opts.beforeId);
-  return q
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .execute();
 }
 
 export async function updateWebhook(
@@ -85,20 +72,3 @@ export async function enabledWebhooks(db: Executor): Promise<WebhooksTable[]> {
   return db.selectFrom('webhooks').selectAll().where('enabled', '=', 1).execute();
 }
 
-export async function listDeliveries(
-  db: Executor,
-  tenantId: string,
-  webhookId: string,
-  opts: { limit: number; beforeId?: string },
-): Promise<WebhookDeliveriesTable[]> {
-  let q = db
-    .selectFrom('webhook_deliveries')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('webhook_id', '=', webhookId);
-  if (opts.beforeId) q = q.where('id', '<', opts.beforeId);
-  return q
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .execute();
-}

@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Container } from '../../container.ts';
-import { replyIdempotent } from '../../http/idempotent.ts';
+import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import { authOf } from '../../http/plugins/auth.ts';
-import { noContent, type TypedApp } from '../../http/route-module.ts';
+import type { TypedApp } from '../../http/route-module.ts';
 import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
 import type { IdempotentResult } from '../idempotency/idempotency.service.ts';
 import {
@@ -46,114 +46,47 @@ async function replyIdempotentOutside(
   return reply.code(res.status).send(res.body);
 }
 
-export function registerWebhookRoutes(app: TypedApp, c: Container) {
-  app.addSchema(Webhook);
-  app.addSchema(Delivery);
-  const WebhookRef = Type.Ref('Webhook');
+/** The webhook use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
+export const WEBHOOKS: CrudResource<typeof CreateWebhookBody, typeof UpdateWebhookBody> = {
+  createBody: CreateWebhookBody,
+  updateBody: UpdateWebhookBody,
+  create: async (c, caller, input) => {
+    // Validation, DNS included, happens before the idempotent transaction opens.
+    const prepared = await c.webhooks.prepareCreate(input);
+    return (db) => c.webhooks.insertPrepared(db, caller.tenantId, prepared);
+  },
+  service: (c) => c.webhooks,
+};
 
-  app.post(
-    '/v1/webhooks',
-    {
-      config: {
-        scopes: SCOPE,
-        openapi: {
-          request: {
-            url: 'https://hooks.example.com/postyard',
-            name: 'Order system',
-            events: ['message.delivered', 'message.bounced', 'message.complained'],
-            dispatch_policy: 'single',
-          },
+export function registerWebhookRoutes(app: TypedApp, c: Container) {
+  registerCrudRoutes(app, c, {
+    ...WEBHOOKS,
+    path: '/v1/webhooks',
+    scopes: SCOPE,
+    tags: TAGS,
+    view: Webhook,
+    created: CreatedWebhook,
+    secretFields: ['secret'],
+    resource: 'webhooks',
+    summaries: {
+      create: 'Create a webhook (the signing secret is returned once)',
+      list: 'List webhooks',
+      get: 'Get a webhook',
+      update: 'Update a webhook; enabled:true re-activates a disabled one (seen by every node within 5 s)',
+      delete: 'Delete a webhook, its queue and its delivery log',
+    },
+    docs: {
+      create: {
+        request: {
+          url: 'https://hooks.example.com/postyard',
+          name: 'Order system',
+          events: ['message.delivered', 'message.bounced', 'message.complained'],
+          dispatch_policy: 'single',
         },
       },
-      schema: {
-        tags: TAGS,
-        operationId: 'webhooks.create',
-        summary: 'Create a webhook (the signing secret is returned once)',
-        headers: IdempotencyHeader,
-        body: CreateWebhookBody,
-        response: { 201: CreatedWebhook, ...errorResponses(409, 415, 422) },
-      },
     },
-    async (req, reply) => {
-      const auth = authOf(req);
-      // Validation, DNS included, happens before the idempotent transaction opens.
-      const prepared = await c.webhooks.prepareCreate(req.body);
-      return replyIdempotent(
-        c,
-        req,
-        reply,
-        async (trx) => ({ status: 201, body: await c.webhooks.insertPrepared(trx, auth.tenantId, prepared) }),
-        { secretFields: ['secret'] },
-      );
-    },
-  );
-
-  app.get(
-    '/v1/webhooks',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'webhooks.list',
-        summary: 'List webhooks',
-        querystring: Type.Object(PageQuery),
-        response: { 200: pageOf(WebhookRef), ...errorResponses() },
-      },
-    },
-    async (req) => {
-      const q = pageQuery(req.query);
-      return c.webhooks.list(authOf(req).tenantId, q.limit, q.cursor);
-    },
-  );
-
-  app.get(
-    '/v1/webhooks/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'webhooks.get',
-        summary: 'Get a webhook',
-        params: IdParams,
-        response: { 200: WebhookRef, ...errorResponses(404) },
-      },
-    },
-    async (req) => c.webhooks.get(authOf(req).tenantId, req.params.id),
-  );
-
-  app.patch(
-    '/v1/webhooks/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'webhooks.update',
-        summary: 'Update a webhook; enabled:true re-activates a disabled one (seen by every node within 5 s)',
-        params: IdParams,
-        body: UpdateWebhookBody,
-        response: { 200: WebhookRef, ...errorResponses(404, 415, 422) },
-      },
-    },
-    async (req) => c.webhooks.update(authOf(req).tenantId, req.params.id, req.body),
-  );
-
-  app.delete(
-    '/v1/webhooks/:id',
-    {
-      config: { scopes: SCOPE },
-      schema: {
-        tags: TAGS,
-        operationId: 'webhooks.delete',
-        summary: 'Delete a webhook, its queue and its delivery log',
-        params: IdParams,
-        response: { 204: Type.Null(), ...errorResponses(404) },
-      },
-    },
-    async (req, reply) => {
-      await c.webhooks.delete(authOf(req).tenantId, req.params.id);
-      return noContent(reply);
-    },
-  );
+  });
+  app.addSchema(Delivery);
 
   app.post(
     '/v1/webhooks/:id/rotate-secret',

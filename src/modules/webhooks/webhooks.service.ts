@@ -1,11 +1,12 @@
 import type { Database } from '../../db/index.ts';
 import type { Executor } from '../../db/executor.ts';
+import { newestFirstPage } from '../../db/newest-first-page.ts';
 import type { WebhookDeliveriesTable, WebhooksTable } from '../../db/schema.ts';
 import { isoAt, nowIso } from '../../lib/clock.ts';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
+import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { eventJson } from '../events/events.repo.ts';
 import { EVENT_TYPES } from '../events/events.types.ts';
 import type { WebhookRegistry } from './registry.ts';
@@ -16,8 +17,6 @@ import {
   dropQueue,
   findWebhook,
   insertWebhook,
-  listDeliveries,
-  listWebhooks,
   updateWebhook,
 } from './webhooks.repo.ts';
 import type {
@@ -164,9 +163,7 @@ export class WebhooksService {
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<WebhookView>> {
-    const beforeId = cursor ? this.cursors.decode(cursor).id : undefined;
-    const rows = await listWebhooks(this.db, tenantId, { limit, ...(beforeId ? { beforeId } : {}) });
-    return toPage(rows, limit, this.cursors, toWebhookView);
+    return newestFirstPage(this.db, 'webhooks', tenantId, { limit, cursor, cursors: this.cursors }, toWebhookView);
   }
 
   private async row(tenantId: string, id: string): Promise<WebhooksTable> {
@@ -283,9 +280,8 @@ export class WebhooksService {
 
   async deliveries(tenantId: string, id: string, limit: number, cursor?: string): Promise<Page<DeliveryView>> {
     await this.row(tenantId, id);
-    const beforeId = cursor ? this.cursors.decode(cursor).id : undefined;
-    const rows = await listDeliveries(this.db, tenantId, id, { limit, ...(beforeId ? { beforeId } : {}) });
-    return toPage(rows, limit, this.cursors, toDeliveryView);
+    const page = { limit, cursor, cursors: this.cursors };
+    return newestFirstPage(this.db, 'webhook_deliveries', tenantId, page, toDeliveryView, { webhook_id: id });
   }
 
   async close(): Promise<void> {

@@ -1,9 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { randomBase62, safeEqual } from '../../lib/crypto.ts';
-import type { DashboardAccounts, SessionInfo, StartedSession } from './accounts.service.ts';
-import { DASHBOARD_PAGES, pathPattern } from './page-list.ts';
-import { DEVICE_COOKIE, type IssuedDevice } from './trusted-device.ts';
+import { safeEqual } from '../lib/crypto.ts';
 
+/**
+ * The dashboard's session guard: every route under the dashboard's encapsulated scope declares
+ * its kind in its route config, and one onRequest hook authenticates the session cookie and
+ * checks CSRF before any body is read. Features' dashboard routes (src/modules/<feature>/
+ * dashboard.routes.ts) take the tenant from `sessionOf`; sign-in itself lives in the dashboard
+ * module, which hands this guard its session store.
+ */
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
@@ -18,24 +22,29 @@ declare module 'fastify' {
   }
 }
 
+/** A signed-in dashboard session (the user acts for the whole tenant: every scope). */
+export interface SessionInfo {
+  sessionId: string;
+  tenantId: string;
+  userId: string;
+  csrfToken: string;
+  viaLink: boolean;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** Where the guard looks a session cookie up (the dashboard's accounts). */
+export interface SessionStore {
+  resolveSession(token: string | undefined): Promise<SessionInfo | null>;
+}
+
+/** The route config of a dashboard JSON route that needs a signed-in session. */
+export const SESSION_ROUTE = { public: true, dashboard: 'session' } as const;
+
 export const SESSION_COOKIE = 'postyard_session';
 export const LOGIN_CSRF_COOKIE = 'postyard_csrf';
 export const CSRF_HEADER = 'x-csrf-token';
-const TOKEN_RE = /^[0-9A-Za-z]{20,128}$/;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * Pages a signed-out visit may be sent back to after sign-in (no open redirects): every page of
- * page-list.ts but the sign-in page, a path parameter being 1-64 letters, digits or dashes.
- */
-const NEXT_PAGES = DASHBOARD_PAGES.filter((p) => !('signedOut' in p)).map((p) =>
-  pathPattern(p.path, '[0-9A-Za-z-]{1,64}'),
-);
-
-export function safeNext(raw: unknown): string {
-  if (typeof raw !== 'string') return '/';
-  return NEXT_PAGES.some((re) => re.test(raw)) ? raw : '/';
-}
 
 export function parseCookies(header: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -54,13 +63,13 @@ function isHttps(req: FastifyRequest): boolean {
   return req.protocol === 'https';
 }
 
-interface CookieOptions {
+export interface CookieOptions {
   maxAgeSeconds?: number;
   sameSite: 'Lax' | 'Strict';
   path: string;
 }
 
-function serializeCookie(req: FastifyRequest, name: string, value: string, o: CookieOptions): string {
+export function serializeCookie(req: FastifyRequest, name: string, value: string, o: CookieOptions): string {
   const parts = [`${name}=${value}`, `Path=${o.path}`, 'HttpOnly', `SameSite=${o.sameSite}`];
   if (o.maxAgeSeconds !== undefined) parts.push(`Max-Age=${o.maxAgeSeconds}`);
   if (isHttps(req)) parts.push('Secure');
@@ -68,50 +77,12 @@ function serializeCookie(req: FastifyRequest, name: string, value: string, o: Co
 }
 
 /** Fastify appends to set-cookie on every reply.header call (re-setting the list would repeat it). */
-function appendCookie(reply: FastifyReply, cookie: string) {
+export function appendCookie(reply: FastifyReply, cookie: string) {
   reply.header('set-cookie', cookie);
-}
-
-export function setSessionCookie(req: FastifyRequest, reply: FastifyReply, s: StartedSession) {
-  // A session cookie (no Max-Age): the server-side expiry is what counts; closing the browser ends it too.
-  appendCookie(reply, serializeCookie(req, SESSION_COOKIE, s.token, { sameSite: 'Lax', path: '/' }));
-  appendCookie(
-    reply,
-    serializeCookie(req, LOGIN_CSRF_COOKIE, '', { sameSite: 'Strict', path: '/dashboard/api', maxAgeSeconds: 0 }),
-  );
 }
 
 export function clearSessionCookie(req: FastifyRequest, reply: FastifyReply) {
   appendCookie(reply, serializeCookie(req, SESSION_COOKIE, '', { sameSite: 'Lax', path: '/', maxAgeSeconds: 0 }));
-}
-
-/**
- * The trusted-device cookie (trusted-device.ts): sent only to the sign-in and password routes
- * under /dashboard/api, never to other sites (Strict), unreadable by scripts. Kept at sign-out:
- * it trusts the browser, not a session.
- */
-export function setDeviceCookie(req: FastifyRequest, reply: FastifyReply, d: IssuedDevice) {
-  appendCookie(
-    reply,
-    serializeCookie(req, DEVICE_COOKIE, d.value, {
-      sameSite: 'Strict',
-      path: '/dashboard/api',
-      maxAgeSeconds: d.maxAgeSeconds,
-    }),
-  );
-}
-
-export function deviceCookieOf(req: FastifyRequest): string | undefined {
-  return parseCookies(req.headers.cookie)[DEVICE_COOKIE];
-}
-
-/** The pre-session (sign-in form) CSRF token: double-submit, cookie + X-CSRF-Token header. */
-export function loginCsrfToken(req: FastifyRequest, reply: FastifyReply): string {
-  const existing = parseCookies(req.headers.cookie)[LOGIN_CSRF_COOKIE];
-  if (existing && TOKEN_RE.test(existing)) return existing;
-  const token = randomBase62(43);
-  appendCookie(reply, serializeCookie(req, LOGIN_CSRF_COOKIE, token, { sameSite: 'Strict', path: '/dashboard/api' }));
-  return token;
 }
 
 export function sendDashboardError(
@@ -150,20 +121,23 @@ function headerToken(req: FastifyRequest): string {
 /**
  * Session authentication and CSRF checks for every dashboard route of `app` (an encapsulated
  * child of the main app, so /v1 keeps its bearer-only auth untouched). Runs in onRequest, before
- * any body is read.
+ * any body is read. `signInRedirect` says where a signed-out visit of a page goes (null: the
+ * page is served, e.g. the sign-in page itself).
  */
-export function installDashboardSession(app: FastifyInstance, accounts: DashboardAccounts) {
+export function installDashboardSession(
+  app: FastifyInstance,
+  sessions: SessionStore,
+  signInRedirect: (path: string) => string | null,
+) {
   app.decorateRequest('dashboardSession', null);
   app.addHook('onRequest', async (req, reply) => {
     const kind = req.routeOptions.config?.dashboard;
     if (!kind) return;
     const cookies = parseCookies(req.headers.cookie);
-    req.dashboardSession = await accounts.resolveSession(cookies[SESSION_COOKIE]);
+    req.dashboardSession = await sessions.resolveSession(cookies[SESSION_COOKIE]);
     if (kind === 'page') {
-      const path = req.url.split('?')[0] ?? '/';
-      if (!req.dashboardSession && path !== '/login') {
-        return reply.redirect(`/login?next=${encodeURIComponent(safeNext(path))}`, 302);
-      }
+      const redirect = req.dashboardSession ? null : signInRedirect(req.url.split('?')[0] ?? '/');
+      if (redirect !== null) return reply.redirect(redirect, 302);
       return;
     }
     reply.header('Cache-Control', 'no-store');
@@ -197,4 +171,9 @@ export function sessionOf(req: FastifyRequest): SessionInfo {
   const s = req.dashboardSession;
   if (!s) throw new Error('dashboard route without a session');
   return s;
+}
+
+/** The tenant a 'session' route acts for. */
+export function sessionTenant(req: FastifyRequest): string {
+  return sessionOf(req).tenantId;
 }
