@@ -57,6 +57,6 @@ export async function newestFirstPage<T extends TenantTable, V>(
   const rows = (await q
     .orderBy('id', 'desc')
     .limit(page.limit + 1)
-    .execute()) as DB[T][];
+    .execute()) as unknown as DB[T][];
   return toPage(rows, page.limit, page.cursors, map);
 }

@@ -85,7 +85,8 @@ function assertServes<C extends TSchema, U extends TSchema>(
 ) {
   const service = resource.service(c);
   for (const op of ops) {
-    if ((op === 'get' || op === 'update') && !service[op]) throw new Error(`${path}: a ${op} route needs service.${op}`);
+    if ((op === 'get' || op === 'update') && !service[op])
+      throw new Error(`${path}: a ${op} route needs service.${op}`);
     if (op === 'update' && !resource.updateBody) throw new Error(`${path}: an update route needs updateBody`);
   }
 }
@@ -151,7 +152,10 @@ export function registerCrudRoutes<CreateBody extends TSchema, UpdateBody extend
   if (served.includes('get')) {
     app.get(
       `${path}/:id`,
-      { config: config('get'), schema: { ...schema('get'), params: IdParams, response: { 200: View, ...errorResponses(404) } } },
+      {
+        config: config('get'),
+        schema: { ...schema('get'), params: IdParams, response: { 200: View, ...errorResponses(404) } },
+      },
       async (req) => service().get!(authOf(req).tenantId, req.params.id),
     );
   }

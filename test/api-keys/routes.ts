@@ -17,4 +17,6 @@ export const API_KEY_ROUTES: RouteSpec[] = [
  * Dashboard routes of this module that take an id, for the isolation test
  * (test/security/isolation.test.ts collects every module's DASHBOARD_ID_CHECKS).
  */
-export const DASHBOARD_ID_CHECKS = [{ method: 'DELETE' as const, path: '/dashboard/api/api-keys/:id', makeId: apiKeyId }];
+export const DASHBOARD_ID_CHECKS = [
+  { method: 'DELETE' as const, path: '/dashboard/api/api-keys/:id', makeId: apiKeyId },
+];

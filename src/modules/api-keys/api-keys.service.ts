@@ -7,13 +7,7 @@ import { randomBase62, safeEqual, sha256Hex } from '../../lib/crypto.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { CursorCodec, Page } from '../../lib/pagination.ts';
-import {
-  deleteApiKey,
-  findActiveKey,
-  findActiveKeyByHash,
-  insertApiKey,
-  touchApiKeys,
-} from './api-keys.repo.ts';
+import { deleteApiKey, findActiveKey, findActiveKeyByHash, insertApiKey, touchApiKeys } from './api-keys.repo.ts';
 import { isScope, type Scope } from './scopes.ts';
 
 export const API_KEY_PREFIX = 'pyk_';

@@ -6,7 +6,9 @@ import { EventsQuery } from './events.schema.ts';
 
 /** The dashboard's activity page: GET /v1/events for the signed-in session's tenant. */
 export function registerEventDashboardRoutes(app: TypedApp, c: Container) {
-  app.get('/dashboard/api/events', { config: SESSION_ROUTE, schema: { hide: true, querystring: EventsQuery } }, async (req) =>
-    c.events.list(sessionTenant(req), pageQuery(req.query)),
+  app.get(
+    '/dashboard/api/events',
+    { config: SESSION_ROUTE, schema: { hide: true, querystring: EventsQuery } },
+    async (req) => c.events.list(sessionTenant(req), pageQuery(req.query)),
   );
 }

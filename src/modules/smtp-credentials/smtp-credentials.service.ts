@@ -6,11 +6,7 @@ import { hashPassword, randomBase62, verifyPassword } from '../../lib/crypto.ts'
 import { notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { CursorCodec, Page } from '../../lib/pagination.ts';
-import {
-  deleteSmtpCredential,
-  findActiveByUsername,
-  insertSmtpCredential,
-} from './smtp-credentials.repo.ts';
+import { deleteSmtpCredential, findActiveByUsername, insertSmtpCredential } from './smtp-credentials.repo.ts';
 
 export interface SmtpCredentialView {
   id: string;

@@ -30,7 +30,8 @@ export function registerSuppressionDashboardRoutes(app: TypedApp, c: Container) 
     c.suppressions.upsert(sessionTenant(req), [req.body], { source: 'dashboard' }),
   );
   app.post(`${P}/import`, { config: { ...config, multipart: true }, schema: { hide: true } }, async (req, reply) => {
-    if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'Expected multipart/form-data with a CSV file');
+    if (!req.isMultipart())
+      throw new AppError('unsupported_media_type', 'Expected multipart/form-data with a CSV file');
     // The reader of POST /v1/suppressions: a multipart body cut before its final boundary is a
     // 422 on `file` there, as here.
     return importCsv(c, req, reply, sessionTenant(req));

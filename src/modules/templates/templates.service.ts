@@ -160,7 +160,13 @@ export class TemplatesService {
   }
 
   async list(tenantId: string, limit: number, cursor?: string): Promise<Page<TemplateView>> {
-    const page = await newestFirstPage(this.db, 'templates', tenantId, { limit, cursor, cursors: this.cursors }, (r) => r);
+    const page = await newestFirstPage(
+      this.db,
+      'templates',
+      tenantId,
+      { limit, cursor, cursors: this.cursors },
+      (r) => r,
+    );
     return { data: await Promise.all(page.data.map((r) => this.view(this.db, r))), next_cursor: page.next_cursor };
   }
 

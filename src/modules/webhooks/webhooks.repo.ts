@@ -71,4 +71,3 @@ export async function disableWebhook(db: Executor, id: string, reason: string, a
 export async function enabledWebhooks(db: Executor): Promise<WebhooksTable[]> {
   return db.selectFrom('webhooks').selectAll().where('enabled', '=', 1).execute();
 }
-

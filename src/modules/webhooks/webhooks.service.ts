@@ -12,13 +12,7 @@ import { EVENT_TYPES } from '../events/events.types.ts';
 import type { WebhookRegistry } from './registry.ts';
 import { newWebhookSecret, secretKey, type WebhookSender } from './sender.ts';
 import { checkTargetAddress, checkUrlSyntax } from './ssrf.ts';
-import {
-  deleteWebhook,
-  dropQueue,
-  findWebhook,
-  insertWebhook,
-  updateWebhook,
-} from './webhooks.repo.ts';
+import { deleteWebhook, dropQueue, findWebhook, insertWebhook, updateWebhook } from './webhooks.repo.ts';
 import type {
   CreatedWebhookView,
   CreateWebhookInput,
