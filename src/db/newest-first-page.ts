@@ -4,10 +4,10 @@ import type { DB } from './schema.ts';
 import { SOFT_DELETED_TABLES, type SoftDeletedTable } from './soft-delete.ts';
 
 /**
- * The one keyset page of a tenant's rows, newest first: every list of the API (API keys, SMTP
- * credentials, webhooks and their deliveries, sending domains, templates, IP pools, warmup
- * policies, suppressions) reads its pages here, so the cursor, the order and the page size
- * cannot drift apart between resources.
+ * The one keyset page of a tenant's rows, newest first: the lists of API keys, SMTP credentials,
+ * webhooks and their deliveries, sending domains, templates, IP pools, warmup policies and
+ * suppressions read their pages here, so the cursor, the order and the page size cannot drift
+ * apart between resources. (Events and template versions page by keys of their own.)
  */
 
 /** Tables whose rows belong to a tenant and carry a time-ordered (UUIDv7) id. */
