@@ -17,7 +17,7 @@ import { CompiledQuery, type KyselyPlugin, type RootOperationNode, sql } from 'k
 import { createHash } from 'node:crypto';
 import { type Database, migrateToLatest, openDatabase } from '../src/db/index.ts';
 import { type EventFilter, listEvents, listEventsQuery } from '../src/modules/events/events.query.ts';
-import { createDay } from '../src/modules/events/partitions.ts';
+import { createDay } from '../src/db/event-partitions.ts';
 import { freshPgDatabase } from './lib-pg.ts';
 
 const N = Number(process.env.BENCH_EVENTS ?? 300_000);

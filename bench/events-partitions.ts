@@ -30,7 +30,7 @@ import autocannon from 'autocannon';
 import { CompiledQuery } from 'kysely';
 import { migrateToLatest, openDatabase } from '../src/db/index.ts';
 import { listEventsQuery } from '../src/modules/events/events.query.ts';
-import { createDay, dropExpiredPartitions, listDayPartitions } from '../src/modules/events/partitions.ts';
+import { createDay, dropExpiredPartitions, listDayPartitions } from '../src/db/event-partitions.ts';
 import { freePort, machine, spawnNode, stop, table, waitHttp } from './lib.ts';
 import { type Latency, oneConnection, openLoop } from './lib-latency.ts';
 import { freshPgDatabase, withPg } from './lib-pg.ts';

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { SMTPServer } from 'smtp-server';
 import { loadConfig } from '../src/config.ts';
 import { createContainer } from '../src/container.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/app.ts';
 import { createLogger } from '../src/logger.ts';
 import { startInboundServer } from '../src/smtp/inbound-listener.ts';
 import { VerpSigner } from '../src/modules/outcomes/verp.ts';

@@ -10,7 +10,9 @@
  * Prints ns per message for each and the ratio metrics / signature (median of the rounds).
  */
 import { Registry } from 'prom-client';
-import { countOutcome, countWebhookPost, mailMetrics, observeRender } from '../src/metrics/mail-metrics.ts';
+import { mailMetrics } from '../src/metrics/mail-metrics.ts';
+import { countOutcome, observeRender } from '../src/modules/delivery/delivery-metrics.ts';
+import { countWebhookPost } from '../src/modules/webhooks/webhook-metrics.ts';
 import type { Outcome } from '../src/modules/outcomes/outcomes.ts';
 import { dkimSign, generateDkimKeyPair } from '../src/modules/delivery/render/dkim.ts';
 import type { Job } from '../src/modules/webhooks/jobs.ts';

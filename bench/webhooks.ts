@@ -25,7 +25,7 @@ import { loadConfig } from '../src/config.ts';
 import { type Container, createContainer } from '../src/container.ts';
 import { insertMany } from '../src/db/batch.ts';
 import type { EventsTable, EventTagsTable } from '../src/db/schema.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/app.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/logger.ts';
 import { eventJson, insertEvents } from '../src/modules/events/events.repo.ts';

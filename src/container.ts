@@ -8,23 +8,17 @@ import { GroupCommit } from './db/group-commit.ts';
 import { hmacSha256 } from './lib/crypto.ts';
 import { type NodeSelf, nodeSelf, resolveNodeId } from './lib/node-identity.ts';
 import { CursorCodec } from './lib/pagination.ts';
-import { createMetricsRegistry } from './http/plugins/metrics.ts';
+import { createMetricsRegistry } from './metrics/registry.ts';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.ts';
 import { DomainsService } from './modules/domains/domains.service.ts';
 import { createSenderPolicy } from './modules/domains/sender-policy.ts';
-import { IdempotencyService } from './modules/idempotency/idempotency.service.ts';
+import { IdempotencyService } from './idempotency/idempotency.service.ts';
 import { EventsService } from './modules/events/events.service.ts';
 import { WebhookRegistry } from './modules/webhooks/registry.ts';
 import { WebhookSender } from './modules/webhooks/sender.ts';
 import { WebhooksService } from './modules/webhooks/webhooks.service.ts';
-import { FailedAuthLimiter } from './modules/rate-limit/failed-auth.ts';
-import {
-  DatabaseStore,
-  MemoryStore,
-  RateLimiter,
-  type RateLimitStore,
-  RedisStore,
-} from './modules/rate-limit/rate-limiter.ts';
+import { FailedAuthLimiter } from './rate-limit/failed-auth.ts';
+import { DatabaseStore, MemoryStore, RateLimiter, type RateLimitStore, RedisStore } from './rate-limit/rate-limiter.ts';
 import { SuppressionsService } from './modules/suppressions/suppressions.service.ts';
 import { SmtpCredentialsService } from './modules/smtp-credentials/smtp-credentials.service.ts';
 import { TransmissionsService } from './modules/transmissions/transmissions.service.ts';
@@ -42,10 +36,15 @@ import { PacingService } from './modules/pacing/pacing.service.ts';
 import { FeedbackService } from './modules/feedback/feedback.service.ts';
 import { VerpSigner } from './modules/outcomes/verp.ts';
 import { TrackingService } from './modules/tracking/tracking.service.ts';
+import { DatabaseLedger, MemoryLedger } from './modules/pacing/ledger.ts';
+import { type ConnectionSlots, DatabaseSlots, LocalSlots } from './modules/pacing/connection-slots.ts';
 
 /**
- * Builds every long-lived object from config as plain factories (no DI framework). Tests build
- * one per database; the CLI builds one per command.
+ * The node's shared services, built from config as plain factories (no DI framework): the one
+ * place that knows them all. Route modules and engines each declare the narrow part they use
+ * (their `...Deps` types), which this object satisfies; what belongs to one role (the delivery
+ * worker, the webhook dispatcher, the listeners) is built by that role's engine from it. Tests
+ * build one per database; the CLI builds one per command.
  */
 export interface Container {
   config: Config;
@@ -80,6 +79,11 @@ export interface Container {
   warmupPolicies: WarmupPoliciesService;
   /** Site limits, overrides, automation rules and their grants (docs/pacing.md). */
   pacing: PacingService;
+  /**
+   * A delivery worker's connection slots (docs/pacing.md "Connections across nodes"): leases in
+   * the database where nodes share it, counts in memory where one node owns it.
+   */
+  connectionSlots(holder: string): ConnectionSlots;
   /** Dashboard users, sign-in and sessions (the web portal). */
   dashboard: DashboardAccounts;
   /** Opens, clicks and unsubscribes: the tracking routes and the mailto unsubscribe address. */
@@ -174,8 +178,16 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     sourceAddresses,
     warmupPolicies: new WarmupPoliciesService(database, cursors),
     // The operator's file is read here, at start: a broken one stops the start with its reason.
-    pacing: new PacingService(database, loadPacingData(config.pacingFile), logger),
+    // Grants live in memory where one node owns the database (SQLite), in it where nodes share it.
+    pacing: new PacingService(
+      database,
+      loadPacingData(config.pacingFile),
+      logger,
+      isPostgres(database) ? new DatabaseLedger(database) : new MemoryLedger(),
+    ),
     events: new EventsService(database, cursors),
+    connectionSlots: (holder) =>
+      isPostgres(database) ? new DatabaseSlots(database, holder, logger) : new LocalSlots(),
     webhooks,
     dashboard: new DashboardAccounts(database.db, rateLimiter, new TrustedDevices(masterKey), {
       ...DEFAULT_DASHBOARD_SETTINGS,
@@ -200,20 +212,4 @@ export async function createContainer(config: Config, logger: Logger, opts: Cont
     },
   };
   return container;
-}
-
-/** Registers a periodic chore that never overlaps itself and never crashes the process. */
-export function every(container: Container, ms: number, name: string, fn: () => Promise<unknown>): void {
-  let running = false;
-  const t = setInterval(() => {
-    if (running) return;
-    running = true;
-    fn()
-      .catch((err) => container.logger.error({ err, task: name }, 'periodic task failed'))
-      .finally(() => {
-        running = false;
-      });
-  }, ms);
-  t.unref();
-  container.timers.add(t);
 }

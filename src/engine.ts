@@ -1,5 +1,3 @@
-import type { Container } from './container.ts';
-
 /** Something a role started; stop() stops taking new work and finishes what is in flight. */
 export interface Stoppable {
   name: string;
@@ -14,6 +12,7 @@ export interface Stoppable {
 
 /**
  * A module's background engine (delivery, webhook dispatch, periodic jobs): each module that has
- * one exports it as `start` from its `engine.ts`, and src/roles.ts lists it once.
+ * one exports it as `start` from its `engine.ts`, and src/roles.ts lists it once. `D` is what the
+ * engine needs of its node (the container holds it all; each engine names only its part).
  */
-export type StartEngine = (c: Container) => Stoppable;
+export type StartEngine<D> = (deps: D) => Stoppable;

@@ -1,11 +1,13 @@
 import type { Role } from './config.ts';
-import { type Container, every } from './container.ts';
+import type { Container } from './container.ts';
+import { every } from './jobs/every.ts';
 import type { StartEngine, Stoppable } from './engine.ts';
-import { type App, buildApp, warmRouteSchemas } from './http/app.ts';
+import { type App, buildApp, warmRouteSchemas } from './app.ts';
 import { NodeMembership } from './jobs/node-registry.ts';
+import { releaseClaimsOf } from './release-claims.ts';
 import { start as startDelivery } from './modules/delivery/engine.ts';
 import { start as startEventRetention } from './modules/events/engine.ts';
-import { start as startIdempotencyPurge } from './modules/idempotency/engine.ts';
+import { start as startIdempotencyPurge } from './idempotency/engine.ts';
 import { start as startWebhooks } from './modules/webhooks/engine.ts';
 import { startInboundServer } from './smtp/inbound-listener.ts';
 import { startSmtpServer } from './smtp/server.ts';
@@ -16,7 +18,7 @@ import { start as startTableMaintenance } from './jobs/table-maintenance.ts';
  * The worker role's engines, in start order: each module's `engine.ts` `start(c)`. A module with
  * background work adds its engine here and nowhere else.
  */
-const WORKER_ENGINES: readonly StartEngine[] = [
+const WORKER_ENGINES: readonly StartEngine<Container>[] = [
   startIdempotencyPurge,
   startEventRetention,
   startTableMaintenance,
@@ -71,6 +73,7 @@ async function startMetrics(c: Container): Promise<Stoppable> {
 async function joinNodes(c: Container): Promise<NodeMembership> {
   const membership = new NodeMembership({
     database: c.database,
+    releaseClaims: releaseClaimsOf,
     self: c.node,
     logger: c.logger,
     heartbeatMs: c.config.nodeHeartbeatSeconds * 1000,

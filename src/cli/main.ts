@@ -178,7 +178,7 @@ export function buildCli(): Command {
       '--password-stdin',
       'read the initial password (at least 8 characters) from stdin: asked for without echo on a terminal, else the first line piped in',
     )
-    // Refused: a password in the arguments is shown to every local user by `ps` (issue 31).
+    // Refused: a password in the arguments is shown to every local user by `ps`.
     .addOption(new Option('--password [password]').hideHelp())
     .option('--base-url <url>', 'public address of the dashboard for the link (default: from POSTYARD_HTTP_HOST/PORT)')
     .option('--json', 'print JSON')

@@ -1,7 +1,7 @@
 /**
  * A password for the CLI, never from its arguments: `postyard users create --password VALUE`
  * showed the password to every local user in the process list (`ps`, /proc/<pid>/cmdline) and
- * kept it in shell history (issue 31, item 9). With `--password-stdin` it is read from standard
+ * kept it in shell history. With `--password-stdin` it is read from standard
  * input: typed at a prompt that does not echo when stdin is a terminal (asked twice), otherwise
  * the first line of what is piped in (`printf '%s\n' "$PW" | postyard users create ...`, or
  * `< file`), like `docker login --password-stdin`.

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { isUuid } from '../lib/ids.ts';
-import { relayFromUrl } from '../modules/delivery/smtp/relay-url.ts';
+import { relayFromUrl } from './relay-url.ts';
 import { ConfigError, type Env, int, list, str } from './env.ts';
 
 /**

@@ -10,8 +10,8 @@ export const ALL_ROLES: readonly Role[] = ['api', 'smtp', 'worker', 'inbound'];
 /**
  * Most messages one delivery claim takes by default (POSTYARD_DELIVERY_CLAIM_BATCH). 50, not 200:
  * on SQLite a claim runs on the event loop, and with 1,000,000 queued across 1,000 tenants claims
- * of 50 measured a p99 of 3.5 ms where claims of 200 measured 5.3-9.7 ms (issue 18's target is
- * 5 ms), at the same delivery rate with one tenant or 1,000 (docs/benchmarks.md "Session 14").
+ * of 50 measured a p99 of 3.5 ms where claims of 200 measured 5.3-9.7 ms (the fair-claim target
+ * was 5 ms), at the same delivery rate with one tenant or 1,000 (docs/benchmarks.md "Session 14").
  */
 export const DEFAULT_DELIVERY_CLAIM_BATCH = 50;
 

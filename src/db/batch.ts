@@ -111,8 +111,8 @@ const MAX_PREPARED_CHECKS = 4;
  * then depends only on the tables and columns, not on the row count, so the server parses and
  * plans a short text instead of one with thousands of placeholders, the client serializes the
  * rows with one native JSON.stringify instead of a parameter each, and a 10,000-recipient
- * transmission (30,000 rows) is one statement instead of ~60 of 500 rows in a transaction
- * (issue 19). Rows holding anything but strings, finite numbers, booleans and null (a Buffer, a
+ * transmission (30,000 rows) is one statement instead of ~60 of 500 rows in a transaction.
+ * Rows holding anything but strings, finite numbers, booleans and null (a Buffer, a
  * Date), or text JSON cannot carry to PostgreSQL unchanged (a lone UTF-16 surrogate, which the
  * parameter path sends as U+FFFD), take the VALUES form, within the parameter limit.
  */

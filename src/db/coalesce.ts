@@ -73,7 +73,7 @@ export function coalesced<I, R>(
  * A read whose usual answer is known in advance, so a PostgreSQL batch need not wait for it.
  *
  * The suppression lookup of an accept almost always finds nothing, and on PostgreSQL it costs
- * the batch a round trip before its INSERT statement (issue 19: SMTP ingest is latency-bound,
+ * the batch a round trip before its INSERT statement (SMTP ingest is latency-bound,
  * 10 connections each waiting for its 250). A batch of runInserts units therefore runs them
  * speculatively: each guarded read answers `assume(item)` at once, and the check of all those
  * assumptions goes into the statement that writes the batch's rows (src/db/batch.ts): it

@@ -125,3 +125,11 @@ export function shapedSql<S extends readonly unknown[]>(
     return text;
   };
 }
+
+/**
+ * Whether only processes of one host can open this database (SQLite: a file; PostgreSQL is
+ * shared by nodes on many hosts). A run whose process is gone on such a database is dead for sure.
+ */
+export function isOneHostDatabase(on: DialectSource): boolean {
+  return !isPostgres(on);
+}

@@ -1,7 +1,8 @@
 import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import type { Container } from '../container.ts';
 import type { Executor } from '../db/executor.ts';
+import type { Database } from '../db/index.ts';
+import type { IdempotencyService } from '../idempotency/idempotency.service.ts';
 import type { Page } from '../lib/pagination.ts';
 import { SESSION_ROUTE, sessionTenant } from './dashboard-session.ts';
 import { replyIdempotent } from './idempotent.ts';
@@ -37,21 +38,24 @@ export interface CrudService<Update> {
   delete(tenantId: string, id: string, callerScopes: ReadonlySet<string> | 'all'): Promise<void>;
 }
 
-/** What a resource's /v1 routes and its dashboard routes share: the bodies and the use cases. */
-export interface CrudResource<CreateBody extends TSchema, UpdateBody extends TSchema> {
+/**
+ * What a resource's /v1 routes and its dashboard routes share: the bodies and the use cases.
+ * `D` is what its use cases are read from (the route module's deps).
+ */
+export interface CrudResource<CreateBody extends TSchema, UpdateBody extends TSchema, D> {
   createBody: CreateBody;
   updateBody?: UpdateBody;
   /**
    * Checks what needs no write (validation that looks things up, DNS), then hands back the
    * write. On /v1 the checks run before the Idempotency-Key is claimed.
    */
-  create: (c: Container, caller: Caller, input: Static<CreateBody>) => Promise<CreateWrite>;
-  /** Read from the container per request, as a route module's handlers do. */
-  service: (c: Container) => CrudService<Static<UpdateBody>>;
+  create: (c: D, caller: Caller, input: Static<CreateBody>) => Promise<CreateWrite>;
+  /** Read from the deps per request, as a route module's handlers do. */
+  service: (c: D) => CrudService<Static<UpdateBody>>;
 }
 
-export interface CrudRoutes<CreateBody extends TSchema, UpdateBody extends TSchema>
-  extends CrudResource<CreateBody, UpdateBody> {
+export interface CrudRoutes<CreateBody extends TSchema, UpdateBody extends TSchema, D>
+  extends CrudResource<CreateBody, UpdateBody, D> {
   /** The collection, e.g. `/v1/ip-pools`; items are `<path>/:id`. */
   path: string;
   scopes: readonly string[];
@@ -77,9 +81,9 @@ export interface CrudRoutes<CreateBody extends TSchema, UpdateBody extends TSche
 const OPERATIONS: readonly CrudOperation[] = ['create', 'list', 'get', 'update', 'delete'];
 
 /** Fails at start-up when a served route's use case is missing. */
-function assertServes<C extends TSchema, U extends TSchema>(
-  resource: CrudResource<C, U>,
-  c: Container,
+function assertServes<C extends TSchema, U extends TSchema, D>(
+  resource: CrudResource<C, U, D>,
+  c: D,
   path: string,
   ops: readonly CrudOperation[],
 ) {
@@ -92,11 +96,11 @@ function assertServes<C extends TSchema, U extends TSchema>(
 }
 
 /** The /v1 routes of `spec` (see CrudRoutes); errors declared for the OpenAPI document per operation. */
-export function registerCrudRoutes<CreateBody extends TSchema, UpdateBody extends TSchema>(
-  app: TypedApp,
-  c: Container,
-  spec: CrudRoutes<CreateBody, UpdateBody>,
-) {
+export function registerCrudRoutes<
+  CreateBody extends TSchema,
+  UpdateBody extends TSchema,
+  D extends { idempotency: IdempotencyService },
+>(app: TypedApp, c: D, spec: CrudRoutes<CreateBody, UpdateBody, D>) {
   const { path, tags, summaries, resource } = spec;
   const served = OPERATIONS.filter((op) => summaries[op] !== undefined);
   assertServes(spec, c, path, served);
@@ -204,10 +208,14 @@ function dashboardCaller(req: FastifyRequest): Caller {
  * dashboard's session scope: the same use cases as /v1, authenticated by the session, hidden
  * from the OpenAPI document, answered without a response schema.
  */
-export function registerSessionCrudRoutes<CreateBody extends TSchema, UpdateBody extends TSchema>(
+export function registerSessionCrudRoutes<
+  CreateBody extends TSchema,
+  UpdateBody extends TSchema,
+  D extends { database: Database },
+>(
   app: TypedApp,
-  c: Container,
-  resource: CrudResource<CreateBody, UpdateBody>,
+  c: D,
+  resource: CrudResource<CreateBody, UpdateBody, D>,
   path: string,
   operations: readonly CrudOperation[],
 ) {

@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Transaction } from 'kysely';
-import type { Container } from '../container.ts';
 import type { DB } from '../db/schema.ts';
-import type { IdempotentResult } from '../modules/idempotency/idempotency.service.ts';
+import type { IdempotencyService, IdempotentResult } from '../idempotency/idempotency.service.ts';
 import { authOf } from './plugins/auth.ts';
 
 /**
@@ -10,7 +9,7 @@ import { authOf } from './plugins/auth.ts';
  * `work` gets the transaction in which its side effect must happen.
  */
 export async function replyIdempotent(
-  c: Container,
+  c: { idempotency: IdempotencyService },
   req: FastifyRequest,
   reply: FastifyReply,
   work: (trx: Transaction<DB>) => Promise<IdempotentResult>,

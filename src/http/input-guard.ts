@@ -90,7 +90,7 @@ export function installInputGuard(app: FastifyInstance) {
     }
     if (req.body === null || typeof req.body !== 'object') return;
     // A big body was just parsed in one synchronous stretch; scanning it and then Ajv are two
-    // more: give the event loop a turn before each (issue 13, item 9).
+    // more: give the event loop a turn before each.
     const big = Number(req.headers['content-length'] ?? 0) > BIG_BODY_BYTES;
     if (big) await yieldToLoop();
     const body = await scan(req.body, big ? new Pacer() : undefined);

@@ -7,7 +7,6 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
-import type { Container } from '../container.ts';
 
 /**
  * The app as route modules see it: TypeBox schemas type each handler's body, query, params and
@@ -22,8 +21,11 @@ export type TypedApp = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
-/** A feature's routes: registered by buildApp from the list in src/modules/index.ts. */
-export type RouteModule = (app: TypedApp, c: Container) => void | Promise<void>;
+/**
+ * A feature's routes: registered by buildApp from the list in src/modules/index.ts. `D` is what
+ * the routes need (their services, config): each module names its own part of the container.
+ */
+export type RouteModule<D> = (app: TypedApp, deps: D) => void | Promise<void>;
 
 /** 204 No Content. (A typed reply's send() would want the schema's `null`; nothing is sent.) */
 export function noContent(reply: FastifyReply) {

@@ -1,6 +1,7 @@
-import type { Container } from '../container.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/index.ts';
 import { BoundedCache } from '../lib/bounded-cache.ts';
-import type { BucketParams } from '../modules/rate-limit/rate-limiter.ts';
+import type { BucketParams } from '../rate-limit/rate-limiter.ts';
 
 /** The limits in force for one tenant's requests: per API key, and for all its keys together. */
 export interface TenantRateLimits {
@@ -13,7 +14,10 @@ export interface TenantRateLimits {
  * tenants.rate_limit_rps / rate_limit_burst override the per-key limit, tenants.tenant_rate_limit_*
  * the per-tenant one (`postyard tenants set-limits`); null columns take the configured defaults.
  */
-export function registerTenantLimitCache(c: Container) {
+export function registerTenantLimitCache(c: {
+  config: Pick<Config, 'rateLimitRps' | 'rateLimitBurst' | 'tenantRateLimitRps' | 'tenantRateLimitBurst'>;
+  database: Database;
+}) {
   const cache = new BoundedCache<string, { value: TenantRateLimits; expires: number }>(10_000);
   const cfg = c.config;
   return async (tenantId: string): Promise<TenantRateLimits> => {

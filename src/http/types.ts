@@ -1,5 +1,11 @@
-import type { AuthContext } from '../modules/api-keys/api-keys.service.ts';
 import type { RouteDocs } from './openapi/enrich.ts';
+
+/** Who calls a /v1 route: the tenant, the API key and its scopes (set by the auth plugin). */
+export interface AuthContext {
+  tenantId: string;
+  keyId: string;
+  scopes: ReadonlySet<string>;
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,13 +1,26 @@
 import type { Logger } from 'pino';
+import type { Executor } from '../db/executor.ts';
 import type { Database } from '../db/index.ts';
-import { isPostgres } from '../db/dialect.ts';
+import { isOneHostDatabase } from '../db/dialect.ts';
 import type { NodesTable } from '../db/schema.ts';
 import { isoAt } from '../lib/clock.ts';
 import type { NodeSelf } from '../lib/node-identity.ts';
-import { type Released, releaseClaimsOf } from './release-claims.ts';
+
+/** What releasing a run's claims gave back, per kind of claim. */
+export interface Released {
+  messages: number;
+  idempotencyKeys: number;
+  webhookUnits: number;
+  leases: number;
+}
+
+/** Gives back everything one run of a node held (src/release-claims.ts), inside `db`'s transaction. */
+export type ReleaseClaims = (db: Executor, holder: string) => Promise<Released>;
 
 export interface MembershipOptions {
   database: Database;
+  /** Gives back a dead (or stopping) run's claims: it knows every queue, so the caller hands it in. */
+  releaseClaims: ReleaseClaims;
   self: NodeSelf;
   logger: Logger;
   /** How often this node writes its heartbeat and looks at the others'. */
@@ -42,7 +55,8 @@ export class NodeMembership {
     await this.register();
     const rows = await database.db.selectFrom('nodes').selectAll().execute();
     for (const row of rows) {
-      if (row.id !== self.holder && diedBefore(row, self, !isPostgres(database))) await this.reap(row, 'previous run');
+      if (row.id !== self.holder && diedBefore(row, self, isOneHostDatabase(database)))
+        await this.reap(row, 'previous run');
     }
     this.timer = setInterval(() => {
       if (!this.ticking) this.ticking = this.tick().finally(() => (this.ticking = null));
@@ -57,7 +71,7 @@ export class NodeMembership {
     await this.ticking;
     const { database, self } = this.o;
     await database.db.transaction().execute(async (trx) => {
-      await releaseClaimsOf(trx, self.holder);
+      await this.o.releaseClaims(trx, self.holder);
       await trx.deleteFrom('nodes').where('id', '=', self.holder).execute();
     });
   }
@@ -128,7 +142,7 @@ export class NodeMembership {
         .where('heartbeat_at', '=', row.heartbeat_at)
         .executeTakeFirst();
       if (Number(gone.numDeletedRows) !== 1) return null;
-      return releaseClaimsOf(trx, row.id);
+      return this.o.releaseClaims(trx, row.id);
     });
     this.seen.delete(row.id);
     if (released)

@@ -106,7 +106,7 @@ export function isForbiddenAddress(ip: string): boolean {
 /**
  * A name refused because of what it resolves to. The message names the host only, never the
  * address: it reaches tenants (the 422 of a webhook URL, a webhook delivery's error, MTA-STS
- * notes), and the address an internal name resolves to is the operator's (issue 31, item 9).
+ * notes), and the address an internal name resolves to is the operator's.
  */
 export class ForbiddenTargetError extends Error {
   readonly code = 'EFORBIDDENTARGET';

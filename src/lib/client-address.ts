@@ -2,7 +2,7 @@
  * The key a client address is budgeted under (brute-force and per-address rate limits). One IPv6
  * host usually holds a whole /64 (SLAAC, privacy addresses, a VPS's routed prefix): keyed by the
  * exact address, each of its 2^64 addresses had a fresh budget, so 30 guesses from 30 addresses
- * of one /64 were all checked (issue 31). So:
+ * of one /64 were all checked. So:
  * - IPv4: the address (`203.0.113.7`);
  * - IPv4-mapped IPv6 (`::ffff:203.0.113.7`, what a dual-stack socket reports for an IPv4 client):
  *   the IPv4 address, so one client has one budget whichever way the socket reports it;

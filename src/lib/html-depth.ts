@@ -2,7 +2,7 @@
  * How deeply HTML nests elements, as the parser behind html-to-text and click tracking
  * (htmlparser2, default options) builds the tree: void elements, implied closes (`<p>` in `<p>`,
  * `<li>` after `<li>`) and stray end tags count as they do there. html-to-text walks that tree by
- * recursion, so a few thousand nested elements overflow the call stack (issue 31, item 9: 1,413
+ * recursion, so a few thousand nested elements overflow the call stack (1,413
  * nested `<ul>` on an otherwise empty main-thread stack). Content over MAX_HTML_DEPTH is refused
  * at save and accept (422 naming the field) and fails its message at render (`render_failed`).
  *

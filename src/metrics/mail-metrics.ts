@@ -2,14 +2,11 @@
  * Metrics of the mail path (docs/operations.md "Metrics"), one set per registry: every component
  * of a process that holds the container's registry gets the same counters, so a node reports what
  * its roles do whichever roles it runs. Updating one is a Map lookup and an addition: nothing here
- * touches the database (queue depth is sampled at scrape time, queue-gauges.ts).
+ * touches the database (queue depth is sampled at scrape time, queue-gauges.ts). What counts as
+ * one event of each (an outcome, a render, a webhook POST) is its module's to say:
+ * delivery/delivery-metrics.ts and webhooks/webhook-metrics.ts.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Outcome } from '../modules/outcomes/outcomes.ts';
-import type { RenderedMessage } from '../modules/delivery/render/renderer.ts';
-import type { Job } from '../modules/webhooks/jobs.ts';
-import type { SendResult } from '../modules/webhooks/sender.ts';
-import { SITE_RULES, siteFor } from '../modules/delivery/shaping.ts';
 
 export interface MailMetrics {
   /** Claim queries that returned work, and the messages they claimed. */
@@ -30,29 +27,6 @@ export interface MailMetrics {
   webhookLagSeconds: Histogram;
   /** Opens, clicks and unsubscribes recorded from tracking requests. */
   trackingEvents: Counter<'kind'>;
-}
-
-const bySite = new Set(['relay', ...SITE_RULES.map((r) => r.site)]);
-
-/**
- * The site label: the shaping table's named sites and `relay`; any other destination is `other`
- * (a label per receiving domain would grow without bound), `none` when no SMTP server was reached.
- */
-export function siteLabel(site: string | null | undefined): string {
-  if (!site) return 'none';
-  return bySite.has(site) ? site : 'other';
-}
-
-/** MX host -> site label: the suffix rules run once per host, not once per message. */
-const hostSites = new Map<string, string>();
-function siteOfHost(host: string): string {
-  let label = hostSites.get(host);
-  if (label === undefined) {
-    label = siteLabel(siteFor(host).site);
-    if (hostSites.size >= 4096) hostSites.clear();
-    hostSites.set(host, label);
-  }
-  return label;
 }
 
 const cache = new WeakMap<Registry, MailMetrics>();
@@ -136,34 +110,4 @@ export function mailMetrics(registry: Registry): MailMetrics {
   for (const kind of ['open', 'click', 'unsubscribe']) m.trackingEvents.inc({ kind }, 0);
   cache.set(registry, m);
   return m;
-}
-
-/**
- * One delivery outcome: its attempt by outcome and site (from the MX host the attempt reached;
- * `none` without one: no route, render failure, sandbox), and for a delivery the time since the
- * message was accepted (sandbox deliveries are not deliveries).
- */
-export function countOutcome(m: MailMetrics, o: Outcome, nowMs = Date.now()): void {
-  const host = o.attempt?.mxHost;
-  m.deliveryAttempts.inc({ outcome: o.kind, site: host ? siteOfHost(host) : 'none' });
-  if (o.kind === 'delivered' && !o.sandbox) {
-    const accepted = Date.parse(o.msg.created_at);
-    if (!Number.isNaN(accepted)) m.acceptToDelivered.observe(Math.max(0, nowMs - accepted) / 1000);
-  }
-}
-
-/** Render and signing times, measured where the message was built (render thread or inline). */
-export function observeRender(m: MailMetrics, r: RenderedMessage): void {
-  if (r.renderMs !== undefined) m.renderSeconds.observe(r.renderMs / 1000);
-  if (r.dkimMs !== undefined) m.dkimSignSeconds.observe(r.dkimMs / 1000);
-}
-
-/** One webhook POST: its outcome, and when accepted, the age of the oldest event it carried. */
-export function countWebhookPost(m: MailMetrics, job: Job, res: SendResult, nowMs: number): void {
-  const outcome = res.ok ? 'success' : res.statusCode === null ? 'network_error' : 'http_error';
-  m.webhookAttempts.inc({ outcome });
-  if (!res.ok) return;
-  let oldest = Number.POSITIVE_INFINITY;
-  for (const p of job.parts) oldest = Math.min(oldest, Date.parse(p.unit.oldestEventAt));
-  if (Number.isFinite(oldest)) m.webhookLagSeconds.observe(Math.max(0, nowMs - oldest) / 1000);
 }

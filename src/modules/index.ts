@@ -1,3 +1,4 @@
+import type { Container } from '../container.ts';
 import type { RouteModule } from '../http/route-module.ts';
 import { registerApiKeyDashboardRoutes } from './api-keys/dashboard.routes.ts';
 import { registerApiKeyRoutes } from './api-keys/api-keys.routes.ts';
@@ -30,7 +31,7 @@ import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
  * dashboard.routes.ts), registered in this order inside the dashboard's session scope: a
  * signed-in session authenticates them (src/http/dashboard-session.ts), never a bearer key.
  */
-export const DASHBOARD_ROUTES: readonly RouteModule[] = [
+export const DASHBOARD_ROUTES: readonly RouteModule<Container>[] = [
   registerDashboardAuthRoutes,
   registerDashboardStatsRoutes,
   registerEventDashboardRoutes,
@@ -52,7 +53,7 @@ export const DASHBOARD_ROUTES: readonly RouteModule[] = [
  * security suite go in test/<module>/routes.ts, its dashboard pages (if any) in
  * src/modules/dashboard/page-list.ts (docs/ARCHITECTURE.md, "Adding a module").
  */
-export const FEATURE_MODULES: readonly RouteModule[] = [
+export const FEATURE_MODULES: readonly RouteModule<Container>[] = [
   registerApiKeyRoutes,
   registerSmtpCredentialRoutes,
   registerSuppressionRoutes,

@@ -8,7 +8,7 @@ import { INBOUND_RECIPIENTS } from './inbound-recipients.ts';
 import { SmtpLimits } from './limits.ts';
 import { sharedListenerOptions } from './listener-options.ts';
 import { receiveData } from './receive-data.ts';
-import type { InboundClient } from './recipient-handler.ts';
+import type { InboundClient } from '../mail/recipient-handler.ts';
 import { type AcceptedRecipient, RecipientTable, receivedMessage, recipientOf } from './recipient-table.ts';
 import { reply, SmtpReply } from './replies.ts';
 import { resolveTls } from './tls.ts';

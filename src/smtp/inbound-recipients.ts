@@ -1,7 +1,7 @@
 import type { Container } from '../container.ts';
 import { fblReports, verpReports } from '../modules/feedback/recipients.ts';
 import { mailtoUnsubscribe } from '../modules/tracking/mailto-unsubscribe.ts';
-import type { RecipientHandler } from './recipient-handler.ts';
+import type { RecipientHandler } from '../mail/recipient-handler.ts';
 
 /**
  * What each recipient address of the inbound listener means, asked in this order; the first

@@ -12,7 +12,7 @@ import type { SuppressionsService } from '../modules/suppressions/suppressions.s
 import { mailtoUnsubscribe } from '../modules/tracking/mailto-unsubscribe.ts';
 import { deriveTokenKey, signToken } from '../modules/tracking/token.ts';
 import type { TrackingService } from '../modules/tracking/tracking.service.ts';
-import type { InboundRecipient, RecipientDecision, RecipientHandler } from './recipient-handler.ts';
+import type { InboundRecipient, RecipientDecision, RecipientHandler } from '../mail/recipient-handler.ts';
 import { RecipientTable, RELAYING_DENIED, receivedMessage, recipientOf } from './recipient-table.ts';
 
 const client = { address: '192.0.2.7', heloName: 'mx.example.test', secure: false };

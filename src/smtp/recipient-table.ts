@@ -4,7 +4,7 @@ import type {
   InboundRefusal,
   ReceivedMessage,
   RecipientHandler,
-} from './recipient-handler.ts';
+} from '../mail/recipient-handler.ts';
 
 /** The answer to every address no handler takes: the listener is never an open relay. */
 export const RELAYING_DENIED: InboundRefusal = {

@@ -78,12 +78,12 @@ function mailboxes(field: HeaderField | undefined): { name: string; address: str
 }
 
 /**
- * The identities the message claims (issue 13): every From mailbox and the Sender must be a
+ * The identities the message claims: every From mailbox and the Sender must be a
  * valid address whose display name shows no other address; the sender policy then checks each
  * domain (550 5.7.1 when one is not the tenant's), not only the first From's. Resent-From and
  * Resent-Sender (RFC 5322 3.6.6, one block per resending, so each may appear more than once)
- * claim who sent the message as much as From and Sender do, and are held to the same rules
- * (issue 31, item 9). The first From mailbox's domain comes first (the sender policy's From).
+ * claim who sent the message as much as From and Sender do, and are held to the same rules.
+ * The first From mailbox's domain comes first (the sender policy's From).
  */
 function senderIdentity(h: MessageHeaders): { from: Mailbox; domains: string[] } {
   if (countHeader(h, 'sender') > 1) throw reply.malformed('The message has more than one Sender header');
@@ -134,7 +134,7 @@ function fingerprint(raw: Buffer, h: MessageHeaders, envelope: Envelope, options
 
 /** Turns a received message into the input of TransmissionsService.accept; throws SmtpReply. */
 export function prepareSubmission(received: Buffer, envelope: Envelope): PreparedSubmission {
-  // What is stored is what may leave (issue 13): no NUL, CRLF lines only (src/lib/line-ends.ts),
+  // What is stored is what may leave: no NUL, CRLF lines only (src/lib/line-ends.ts),
   // normalised before the header split so a bare CR cannot hide a field from it.
   if (received.includes(0)) throw reply.nulByte();
   const raw = toCrlf(received);

@@ -7,7 +7,7 @@
  * Runs on both backends (the store is plain SQL; on SQLite it is not used by default).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseStore } from '../../src/modules/rate-limit/rate-limiter.ts';
+import { DatabaseStore } from '../../src/rate-limit/rate-limiter.ts';
 import { createTestContext, type TestContext } from '../helpers/context.ts';
 
 describe('DatabaseStore with takes out of clock order', () => {

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeMembership } from '../../src/jobs/node-registry.ts';
+import { releaseClaimsOf } from '../../src/release-claims.ts';
 import { isoAt } from '../../src/lib/clock.ts';
 import { nodeSelf } from '../../src/lib/node-identity.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -99,7 +100,14 @@ describe(`node table: releasing the claims of dead runs (${DIALECT})`, () => {
   }
 
   async function join(nodeId: string, heartbeatMs = 60_000, timeoutMs = 120_000) {
-    const m = new NodeMembership({ database: ctx.c.database, self: nodeSelf(nodeId), logger, heartbeatMs, timeoutMs });
+    const m = new NodeMembership({
+      database: ctx.c.database,
+      releaseClaims: releaseClaimsOf,
+      self: nodeSelf(nodeId),
+      logger,
+      heartbeatMs,
+      timeoutMs,
+    });
     memberships.push(m);
     await m.join();
     return m;

@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import type { App } from '../../src/http/app.ts';
+import type { App } from '../../src/app.ts';
 import { createTenant, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 export const PASSWORD = 'correct horse battery staple';

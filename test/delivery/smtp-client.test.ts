@@ -3,7 +3,7 @@ import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SINK_TLS_CERT, SINK_TLS_KEY, type SinkMx, type SinkMxOptions, startSinkMx } from '../peers/sink-mx.ts';
 import { buildMessage } from '../../src/modules/delivery/render/mime.ts';
-import { relayFromUrl } from '../../src/modules/delivery/smtp/relay-url.ts';
+import { relayFromUrl } from '../../src/config/relay-url.ts';
 import {
   type AttemptResult,
   openSession,

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.ts';
 import { runEventRetention } from '../../src/modules/events/events.retention.ts';
-import { uuidFloor } from '../../src/modules/events/events.query.ts';
+import { uuidFloor } from '../../src/lib/ids.ts';
 import type { EventView } from '../../src/modules/events/events.types.ts';
 import {
   call,

@@ -1,5 +1,5 @@
 /**
- * Daily event partitions on PostgreSQL (migration 017, src/modules/events/partitions.ts): the
+ * Daily event partitions on PostgreSQL (migration 017, src/db/event-partitions.ts): the
  * scheduler's job creates the days ahead and moves rows that fell into the default partition
  * into their new day; retention drops whole expired days (events and their tags), keeps a day a
  * webhook still needs (its rows then go one by one, once delivered), and the events API's time
@@ -9,8 +9,9 @@
 import { CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.ts';
-import { listEventsQuery, uuidFloor } from '../../src/modules/events/events.query.ts';
-import { createDay, ensurePartitions, listDayPartitions } from '../../src/modules/events/partitions.ts';
+import { uuidFloor } from '../../src/lib/ids.ts';
+import { listEventsQuery } from '../../src/modules/events/events.query.ts';
+import { createDay, ensurePartitions, listDayPartitions } from '../../src/db/event-partitions.ts';
 import { createTenant, createTestContext, DIALECT, type TestContext, type TestTenant } from '../helpers/context.ts';
 
 const DAY = 86_400_000;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { autovacuumOn, maintainTables, tableThresholds } from '../../src/jobs/table-maintenance.ts';
+import { autovacuumOn, maintainTables, tableThresholds } from '../../src/db/table-maintenance.ts';
 import { insertEvents } from '../../src/modules/events/events.repo.ts';
 import type { NewEvent } from '../../src/modules/events/events.types.ts';
 import { isoAt } from '../../src/lib/clock.ts';
@@ -9,7 +9,7 @@ import { createTenant, createTestContext, DIALECT, type TestContext } from '../h
 /**
  * With autovacuum off (this project's CI PostgreSQL), a day's events partition kept the
  * statistics of its empty start, and the newest-page query of GET /v1/events read and sorted the
- * whole day: 182 ms at 86,000 events in the PostgreSQL soak. src/jobs/table-maintenance.ts
+ * whole day: 182 ms at 86,000 events in the PostgreSQL soak. src/db/table-maintenance.ts
  * analyzes (and vacuums) our tables as autovacuum would.
  */
 describe.runIf(DIALECT === 'postgres')('table maintenance (PostgreSQL)', () => {

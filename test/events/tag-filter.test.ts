@@ -9,8 +9,9 @@
 import { CompiledQuery, type KyselyPlugin, type RootOperationNode } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.ts';
-import { listEvents, uuidFloor } from '../../src/modules/events/events.query.ts';
-import { createDay } from '../../src/modules/events/partitions.ts';
+import { uuidFloor } from '../../src/lib/ids.ts';
+import { listEvents } from '../../src/modules/events/events.query.ts';
+import { createDay } from '../../src/db/event-partitions.ts';
 import {
   call,
   createTenant,

@@ -4,8 +4,8 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type App, buildApp } from '../../src/http/app.ts';
-import { createMetricsRegistry } from '../../src/http/plugins/metrics.ts';
+import { type App, buildApp } from '../../src/app.ts';
+import { createMetricsRegistry } from '../../src/metrics/registry.ts';
 import { createLogger } from '../../src/logger.ts';
 import { call, createTenant, createTestContext, type TestContext, type TestTenant } from '../helpers/context.ts';
 import { expectError } from '../helpers/security-suite.ts';

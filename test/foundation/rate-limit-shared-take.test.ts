@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseStore } from '../../src/modules/rate-limit/rate-limiter.ts';
+import { DatabaseStore } from '../../src/rate-limit/rate-limiter.ts';
 import { createTestContext, type TestContext } from '../helpers/context.ts';
 
 /**
  * DatabaseStore shares one statement among the requests of a key that wait behind a running one
- * (src/modules/rate-limit/rate-limiter.ts). Sharing must grant exactly what one-by-one takes
+ * (src/rate-limit/rate-limiter.ts). Sharing must grant exactly what one-by-one takes
  * would: never more than the bucket holds, in arrival order, with the same remaining counts.
  */
 let ctx: TestContext;

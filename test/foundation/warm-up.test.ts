@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HOT_ROUTES, warmRouteSchemas } from '../../src/http/app.ts';
+import { HOT_ROUTES, warmRouteSchemas } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { RenderPool } from '../../src/modules/delivery/render/render-pool.ts';
 import { createTenant, createTestContext, DIALECT, type TestContext } from '../helpers/context.ts';

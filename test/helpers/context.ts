@@ -5,7 +5,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import { type Container, createContainer } from '../../src/container.ts';
-import { type App, buildApp } from '../../src/http/app.ts';
+import { type App, buildApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { SCOPES } from '../../src/modules/api-keys/scopes.ts';
 

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { type Container, createContainer } from '../../src/container.ts';
-import { type App, buildApp } from '../../src/http/app.ts';
+import { type App, buildApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { TestContext } from '../helpers/context.ts';
 

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { loadConfig } from '../../../src/config.ts';
 import { createContainer } from '../../../src/container.ts';
-import { buildApp } from '../../../src/http/app.ts';
+import { buildApp } from '../../../src/app.ts';
 import { createLogger } from '../../../src/logger.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * What an attempt's TLS amounted to (docs/operations.md "Outbound TLS", issue 13 item 6), shown
+ * What an attempt's TLS amounted to (docs/operations.md "Outbound TLS"), shown
  * by GET /v1/messages/{id}:
  * - tls_verified: 1 when the certificate verified (trusted chain, host name), 0 when it did not,
  *   null without TLS (and on attempts recorded before this migration).

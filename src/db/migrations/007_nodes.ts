@@ -17,7 +17,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('heartbeat_at', 'text', (c) => c.notNull())
     .execute();
   await db.schema.alterTable('idempotency_keys').addColumn('locked_by', 'text').execute();
-  // Releasing a dead process's claims (src/jobs/release-claims.ts) finds them by holder; only
+  // Releasing a dead process's claims (src/release-claims.ts) finds them by holder; only
   // claims in progress are indexed, so the index stays as small as the requests in flight.
   await db.schema
     .createIndex('idempotency_keys_in_progress')

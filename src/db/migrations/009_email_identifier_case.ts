@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Email suppression identifiers become lower-case as a whole (issue 13: `Ann@x.test` and
+ * Email suppression identifiers become lower-case as a whole (`Ann@x.test` and
  * `ann@x.test` are one address for de-duplication, so they must be one for suppression too;
  * normalizeEmail in src/lib/email.ts). Rows stored before kept the local part's case.
  *

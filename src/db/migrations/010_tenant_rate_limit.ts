@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * A rate limit per tenant beside the one per API key (issue 13: making keys multiplied a
+ * A rate limit per tenant beside the one per API key (making keys multiplied a
  * tenant's limit): null = POSTYARD_TENANT_RATE_LIMIT_RPS / _BURST. Set with
  * `postyard tenants set-limits`, like rate_limit_rps / rate_limit_burst (the per-key limit).
  */

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Pacing and fair claims (issue 18, docs/pacing.md).
+ * Pacing and fair claims (docs/pacing.md).
  * - messages.priority: 0 transactional, 1 marketing (copied from the transmission at accept, so
  *   a claim can order by it without a join). Pending marketing rows are backfilled.
  * - messages_fair (tenant_id, priority, next_attempt_at) over the claimable states only: the

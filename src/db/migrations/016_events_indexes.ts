@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Fewer writes per accept (issue 19 item 2). events_created (created_at) served only the
+ * Fewer writes per accept. events_created (created_at) served only the
  * retention job; it now walks the primary key by id instead (an event id is a UUIDv7 minted
  * just after its created_at was read, so `id < uuidFloor(cutoff)` finds exactly the old rows that
  * `created_at < cutoff` does, bar the last millisecond, which the next run takes). Every index

@@ -1,11 +1,35 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
-import { createDay, DAYS_AHEAD } from '../../modules/events/partitions.ts';
 
 const DAY = 86_400_000;
 
+/*
+ * A migration is frozen: it runs the same SQL on every database it ever meets, whatever the live
+ * code becomes. So what it needs of the partition scheme (src/db/event-partitions.ts, which the
+ * scheduler uses and may change) is copied here as it was when this migration was written.
+ */
+const DAYS_AHEAD = 3;
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+function uuidFloorAt(ms: number): string {
+  const hex = ms.toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/** The partitions of one day; the default partitions are new and empty here, so no rows move. */
+async function createDay(db: Kysely<unknown>, lo: number): Promise<void> {
+  const name = isoDay(lo).replaceAll('-', '');
+  const [from, to] = [isoDay(lo), isoDay(lo + DAY)];
+  const [idFrom, idTo] = [uuidFloorAt(lo), uuidFloorAt(lo + DAY)];
+  await sql
+    .raw(`create table events_p${name} partition of events for values from ('${from}') to ('${to}')`)
+    .execute(db);
+  await sql
+    .raw(`create table event_tags_p${name} partition of event_tags for values from ('${idFrom}') to ('${idTo}')`)
+    .execute(db);
+}
+
 /**
  * PostgreSQL: `events` partitioned by day on created_at and `event_tags` by day on event_id (the
- * UUIDv7 time prefix), with a default partition each (issue 19 item 3; docs/operations.md
+ * UUIDv7 time prefix), with a default partition each (docs/operations.md
  * "Events partitions"). Retention then drops a day as one catalog change, and the events API's
  * time window prunes to the days it covers. The primary key becomes (id, created_at): a
  * partitioned table's unique keys must hold the partition key (ids are UUIDv7, unique anyway).
@@ -56,8 +80,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   const now = Date.now();
   const first = rows[0]?.lo ? Math.min(Date.parse(rows[0].lo), now) : now;
   const last = Math.max(rows[0]?.hi ? Date.parse(rows[0].hi) : now, now) + DAYS_AHEAD * DAY;
-  // biome-ignore lint/suspicious/noExplicitAny: the migration's Kysely<unknown> runs raw SQL only
-  for (let d = Math.floor(first / DAY) * DAY; d <= last; d += DAY) await createDay(db as any, d);
+  for (let d = Math.floor(first / DAY) * DAY; d <= last; d += DAY) await createDay(db, d);
   await sql`insert into events select tenant_id, id, type, created_at, transmission_id, message_id, recipient, mail_type, tags, metadata, data from events_unpartitioned`.execute(
     db,
   );

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Connection slots (issue 18, docs/pacing.md "Connections across nodes"): one row per SMTP session
+ * Connection slots (docs/pacing.md "Connections across nodes"): one row per SMTP session
  * slot of a bucket (site x source address x scope), numbered below the site's max_connections and
  * leased by one node's session until expires_at (epoch ms of the database's clock). PostgreSQL
  * nodes take, renew (by `node`) and delete them; SQLite counts sessions in memory and leaves the

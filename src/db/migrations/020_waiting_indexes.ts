@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Claims that move as few index entries as possible (issue 18, docs/benchmarks.md "Fair claims").
+ * Claims that move as few index entries as possible (docs/benchmarks.md "Fair claims").
  *
  * A claim sets state 'sending', the lease and next_attempt_at = the lease's end. Before, every
  * claimed row moved its entry in three indexes: messages_due (state, next_attempt_at, every row

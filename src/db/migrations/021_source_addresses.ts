@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Source addresses belong to the operator (issue 31 item 3, docs/ip-pools.md "For the operator").
+ * Source addresses belong to the operator (docs/ip-pools.md "For the operator").
  * - source_addresses: one row per address the operator said something about. `tenant_id` null:
  *   shared (what an address without a row is too); set: dedicated to that tenant. `warmup_stages`
  *   (JSON, as warmup_policies.stages) with the two rates: the operator's warmup schedule of the

@@ -2,7 +2,7 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
 
 /**
  * PostgreSQL: vacuum `messages` after a fixed number of dead rows plus 2 % of the table, not the
- * server's default 50 + 20 % (issue 31 item 8, docs/benchmarks.md "Session 2026-12-07").
+ * server's default 50 + 20 % (docs/benchmarks.md "Session 2026-12-07").
  *
  * Every message is updated at least twice (the claim, the outcome), and no update can be HOT: each
  * changes `state`, which the partial indexes' predicates read, or `next_attempt_at` /

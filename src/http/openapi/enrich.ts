@@ -10,7 +10,9 @@
 import type { ErrorCode } from '../../lib/errors.ts';
 import { errorResponseDoc, type OperationTraits } from './errors-doc.ts';
 import { exampleOf } from './example-of.ts';
-import { webhooksDoc } from './webhooks-doc.ts';
+
+/** The document's `webhooks` (the POSTs a webhook receives), given the `$ref` of the Event schema. */
+export type WebhooksDoc = (eventRef: string) => Record<string, unknown>;
 
 /** What a route module may add for its operation (route config `openapi`). */
 export interface RouteDocs {
@@ -113,7 +115,7 @@ function derivedOperationId(method: string, path: string): string {
   return camel([method, ...words]);
 }
 
-export function enrichDocument(doc: Json, routes: ReadonlyMap<string, RouteInfo>): Json {
+export function enrichDocument(doc: Json, routes: ReadonlyMap<string, RouteInfo>, webhooksDoc?: WebhooksDoc): Json {
   const resolve = resolver(doc);
   const components = (doc.components ??= {}) as Json;
   components.headers = { ...((components.headers as Json) ?? {}), ...HEADERS };
@@ -180,7 +182,7 @@ export function enrichDocument(doc: Json, routes: ReadonlyMap<string, RouteInfo>
     license: { name: 'MIT', identifier: 'MIT' },
   };
   const event = (components.schemas as Json | undefined)?.Event ? '#/components/schemas/Event' : null;
-  if (event) {
+  if (event && webhooksDoc) {
     doc.webhooks = webhooksDoc(event);
     used.add('Webhook events');
   }

@@ -7,7 +7,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { enrichDocument, type RouteInfo } from './enrich.ts';
+import { enrichDocument, type RouteInfo, type WebhooksDoc } from './enrich.ts';
 
 export type { RouteDocs } from './enrich.ts';
 
@@ -16,7 +16,7 @@ function openApiPath(url: string): string {
   return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
-export async function installOpenApi(app: FastifyInstance): Promise<void> {
+export async function installOpenApi(app: FastifyInstance, opts: { webhooks?: WebhooksDoc } = {}): Promise<void> {
   const routes = new Map<string, RouteInfo>();
   app.addHook('onRoute', (r) => {
     const methods = Array.isArray(r.method) ? r.method : [r.method];
@@ -42,7 +42,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
     transformObject: (documentObject) => {
       if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
-      return enrichDocument(documentObject.openapiObject as Record<string, unknown>, routes);
+      return enrichDocument(documentObject.openapiObject as Record<string, unknown>, routes, opts.webhooks);
     },
   });
   // The reference page: swagger-ui's own files (no CDN), its page and scripts under a CSP of

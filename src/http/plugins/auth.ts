@@ -1,13 +1,18 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
-import type { ApiKeysService, AuthContext } from '../../modules/api-keys/api-keys.service.ts';
-import type { FailedAuthLimiter } from '../../modules/rate-limit/failed-auth.ts';
+import type { FailedAuthLimiter } from '../../rate-limit/failed-auth.ts';
+import type { AuthContext } from '../types.ts';
+
+/** What authentication needs of the API keys: a bearer token to its caller, or null. */
+export interface BearerAuthenticator {
+  authenticate(rawKey: string): Promise<AuthContext | null>;
+}
 
 /**
  * Bearer-token authentication and scope checks for every /v1 route. Runs in onRequest, before
  * the body is read, so an unauthenticated caller cannot make us parse a 10 MB body.
  */
-export function installAuth(app: FastifyInstance, apiKeys: ApiKeysService, failedAuth?: FailedAuthLimiter) {
+export function installAuth(app: FastifyInstance, apiKeys: BearerAuthenticator, failedAuth?: FailedAuthLimiter) {
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (req) => {
     const cfg = req.routeOptions.config;

@@ -1,25 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import type { Database } from '../../db/index.ts';
-import { databaseFaultCounter } from '../../metrics/database-faults.ts';
-import { mailMetrics } from '../../metrics/mail-metrics.ts';
-import { installQueueGauges } from '../../metrics/queue-gauges.ts';
-import { inboundCounter } from '../../metrics/inbound-messages.ts';
-
-/**
- * Prometheus metrics on a registry of our own (several apps can live in one test process): the
- * process's defaults, the mail path's series (they exist from the start on every role), and the
- * queue depth read from `database` at scrape time.
- */
-export function createMetricsRegistry(database: Database): Registry {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  mailMetrics(registry);
-  inboundCounter(registry);
-  databaseFaultCounter(registry);
-  installQueueGauges(registry, database);
-  return registry;
-}
+import { Counter, Histogram, type Registry } from 'prom-client';
 
 export function installMetrics(app: FastifyInstance, registry: Registry) {
   const requests = new Counter({

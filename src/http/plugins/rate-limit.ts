@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
-import type { RateDecision, RateLimiter } from '../../modules/rate-limit/rate-limiter.ts';
+import type { RateDecision, RateLimiter } from '../../rate-limit/rate-limiter.ts';
 import type { TenantRateLimits } from '../tenant-limits.ts';
 
 export interface RateLimitSettings {

@@ -1,8 +1,17 @@
+import type { ApiKeysService } from './api-keys.service.ts';
+import type { Database } from '../../db/index.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { SCOPES } from './scopes.ts';
+
+/** What the API key routes (/v1 and dashboard) need. */
+export interface ApiKeyRoutesDeps {
+  apiKeys: ApiKeysService;
+  idempotency: IdempotencyService;
+  database: Database;
+}
 
 const SCOPE = ['manage:api-keys'] as const;
 
@@ -29,14 +38,14 @@ const CreateApiKeyBody = Type.Object(
 );
 
 /** The API key use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
-export const API_KEYS: CrudResource<typeof CreateApiKeyBody, TSchema> = {
+export const API_KEYS: CrudResource<typeof CreateApiKeyBody, TSchema, ApiKeyRoutesDeps> = {
   createBody: CreateApiKeyBody,
   // A key can grant only scopes its creator holds (a dashboard user holds them all).
   create: async (c, caller, input) => (db) => c.apiKeys.create(caller.tenantId, input, caller.scopes, db),
   service: (c) => c.apiKeys,
 };
 
-export function registerApiKeyRoutes(app: TypedApp, c: Container) {
+export function registerApiKeyRoutes(app: TypedApp, c: ApiKeyRoutesDeps) {
   registerCrudRoutes(app, c, {
     ...API_KEYS,
     path: '/v1/api-keys',

@@ -9,17 +9,12 @@ import { isUuid, newId } from '../../lib/ids.ts';
 import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { deleteApiKey, findActiveKey, findActiveKeyByHash, insertApiKey, touchApiKeys } from './api-keys.repo.ts';
 import { isScope, type Scope } from './scopes.ts';
+import type { AuthContext } from '../../http/types.ts';
 
 export const API_KEY_PREFIX = 'pyk_';
 /** 44 base62 chars = 262 bits of randomness. */
 const API_KEY_RANDOM_CHARS = 44;
 const KEY_FORMAT = /^pyk_[0-9A-Za-z]{44,128}$/;
-
-export interface AuthContext {
-  tenantId: string;
-  keyId: string;
-  scopes: ReadonlySet<string>;
-}
 
 export interface ApiKeyView {
   id: string;
@@ -121,7 +116,7 @@ export class ApiKeysService {
   }
 
   /**
-   * Revokes a key. As for creating one (issue 31, item 9), a caller may revoke only a key whose
+   * Revokes a key. As for creating one, a caller may revoke only a key whose
    * scopes it holds: a key with only `manage:api-keys` cannot switch off a key that sends mail.
    * Unknown (or another tenant's) ids are 404 before the scopes are compared. A key's scopes
    * never change, so reading them before the delete leaves no gap to exploit.

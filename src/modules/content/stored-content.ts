@@ -64,7 +64,7 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'bcc',
   'sender',
   // Who resent the message (RFC 5322 3.6.6): an identity like From and Sender, which the API
-  // sets only from checked values (issue 31, item 9).
+  // sets only from checked values.
   'resent-from',
   'resent-sender',
   'reply-to',

@@ -6,7 +6,7 @@ import { hashPassword, randomBase62, safeEqual, sha256Hex, verifyPassword } from
 import { isValidEmail } from '../../lib/email.ts';
 import { notFound, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
+import type { RateLimiter } from '../../rate-limit/rate-limiter.ts';
 import { type SignInAttempt, type SignInBudgets, SignInLimits, signInBudgets } from './sign-in-limits.ts';
 import type { IssuedDevice, TrustedDevices } from './trusted-device.ts';
 

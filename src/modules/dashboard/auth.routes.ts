@@ -1,6 +1,7 @@
+import type { TenantsService } from '../tenants/tenants.service.ts';
+import type { Config } from '../../config.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Container } from '../../container.ts';
 import {
   clearSessionCookie,
   SESSION_ROUTE,
@@ -9,8 +10,20 @@ import {
   sessionOf,
 } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
-import { MAX_PASSWORD_CHARS, normalizeLoginEmail, type StartedSession } from './accounts.service.ts';
+import {
+  type DashboardAccounts,
+  MAX_PASSWORD_CHARS,
+  normalizeLoginEmail,
+  type StartedSession,
+} from './accounts.service.ts';
 import { deviceCookieOf, loginCsrfToken, setDeviceCookie, setSessionCookie } from './sign-in-cookies.ts';
+
+/** What sign-in and the session routes need. */
+export interface DashboardAuthDeps {
+  config: Pick<Config, 'smtpPort' | 'smtpsPort'>;
+  dashboard: DashboardAccounts;
+  tenants: Pick<TenantsService, 'get'>;
+}
 
 const PUBLIC = { public: true, dashboard: 'public' } as const;
 
@@ -33,7 +46,7 @@ const PasswordBody = Type.Object(
 );
 
 /** What the single-page app needs to know about the signed-in user. */
-async function sessionView(c: Container, req: FastifyRequest) {
+async function sessionView(c: DashboardAuthDeps, req: FastifyRequest) {
   const s = sessionOf(req);
   const [user, tenant] = await Promise.all([c.dashboard.getUser(s.tenantId, s.userId), c.tenants.get(s.tenantId)]);
   return {
@@ -49,11 +62,11 @@ async function sessionView(c: Container, req: FastifyRequest) {
 }
 
 /** After a successful sign-in or password change: this browser is (again) a trusted device of the user. */
-async function trustThisDevice(c: Container, req: FastifyRequest, reply: FastifyReply, s: SessionInfo) {
+async function trustThisDevice(c: DashboardAuthDeps, req: FastifyRequest, reply: FastifyReply, s: SessionInfo) {
   setDeviceCookie(req, reply, await c.dashboard.trustDevice(s.tenantId, s.userId, deviceCookieOf(req)));
 }
 
-async function signedIn(c: Container, req: FastifyRequest, reply: FastifyReply, s: StartedSession) {
+async function signedIn(c: DashboardAuthDeps, req: FastifyRequest, reply: FastifyReply, s: StartedSession) {
   setSessionCookie(req, reply, s);
   await trustThisDevice(c, req, reply, s);
   req.dashboardSession = s;
@@ -61,7 +74,7 @@ async function signedIn(c: Container, req: FastifyRequest, reply: FastifyReply, 
 }
 
 /** Sign-in, sign-out, the current session and the password of the signed-in user. */
-export function registerDashboardAuthRoutes(app: TypedApp, c: Container) {
+export function registerDashboardAuthRoutes(app: TypedApp, c: DashboardAuthDeps) {
   const hide = { hide: true } as const;
 
   app.get('/dashboard/api/session', { config: PUBLIC, schema: hide }, async (req, reply) => {

@@ -1,5 +1,6 @@
 import { installDashboardSession } from '../../http/dashboard-session.ts';
 import type { RouteModule } from '../../http/route-module.ts';
+import type { DashboardAccounts } from './accounts.service.ts';
 import { registerDashboardPages } from './pages.ts';
 import { signInRedirect } from './sign-in-cookies.ts';
 
@@ -9,7 +10,9 @@ import { signInRedirect } from './sign-in-cookies.ts';
  * encapsulated plugin so the session guard (src/http/dashboard-session.ts) never runs for /v1
  * (which accepts only bearer keys).
  */
-export function registerDashboard(routes: readonly RouteModule[]): RouteModule {
+export function registerDashboard<D extends { dashboard: DashboardAccounts }>(
+  routes: readonly RouteModule<D>[],
+): RouteModule<D> {
   return async (app, c) => {
     await app.register(async (child) => {
       installDashboardSession(child, c.dashboard, signInRedirect);

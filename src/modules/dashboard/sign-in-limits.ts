@@ -6,7 +6,7 @@
  *
  * - per client address (an IPv6 client by its /64, src/lib/client-address.ts), whatever account;
  * - per account (the email, known or not), from every address together: rotating addresses buys
- *   no more guesses (issue 31: 30 addresses of one /64 got 30 guesses, because a locked email
+ *   no more guesses (30 addresses of one /64 got 30 guesses, because a locked email
  *   only held back the addresses that had failed for it);
  * - per trusted device (trusted-device.ts): an attempt from a browser that signed in to this
  *   account before is held back by its own budget only, never by the account's lock or its
@@ -16,7 +16,7 @@
 import { addressBudgetKey } from '../../lib/client-address.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { BucketParams, RateLimiter } from '../rate-limit/rate-limiter.ts';
+import type { BucketParams, RateLimiter } from '../../rate-limit/rate-limiter.ts';
 
 export interface SignInBudgets {
   /** Failed attempts per client address (any account): burst, refilled at rps. */

@@ -1,13 +1,18 @@
+import type { Database } from '../../db/index.ts';
 import { Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { overviewStats, RANGES, type RangeName } from './stats.ts';
 
+/** What the overview's stats need. */
+export interface StatsRoutesDeps {
+  database: Database;
+}
+
 const DEFAULT_RANGE: RangeName = '7d';
 
 /** The overview page's counts and charts (stats.ts), for the signed-in session's tenant. */
-export function registerDashboardStatsRoutes(app: TypedApp, c: Container) {
+export function registerDashboardStatsRoutes(app: TypedApp, c: StatsRoutesDeps) {
   app.get(
     '/dashboard/api/stats',
     {

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { isoAt } from '../../lib/clock.ts';
 import { ENGAGEMENT, type EngagementName, IS_MACHINE } from '../events/engagement.ts';
-import { uuidFloor } from '../events/events.query.ts';
+import { uuidFloor } from '../../lib/ids.ts';
 
 /** The overview's series: one per event type, named as the dashboard shows them. */
 export const SERIES = {

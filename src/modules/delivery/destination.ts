@@ -6,7 +6,7 @@ import { type MtaStsMode, mxMatches } from './smtp/mta-sts-policy.ts';
 import type { MxResolver } from './mx-resolver.ts';
 import type { PacingData } from '../pacing/pacing-data.ts';
 import { siteFor, type SiteLimits } from './shaping.ts';
-import type { RelayConfig } from './smtp/relay-url.ts';
+import type { RelayConfig } from '../../config/relay-url.ts';
 import { type AttemptResult, openSession, type SessionOptions, type SmtpSession } from './smtp/smtp-client.ts';
 
 /** Where messages for one recipient domain go: the MX hosts in order, or the relay. */

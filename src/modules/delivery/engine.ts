@@ -1,24 +1,67 @@
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
-import type { Container } from '../../container.ts';
+import type { Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/index.ts';
+import type { NodeSelf } from '../../lib/node-identity.ts';
 import type { Stoppable } from '../../engine.ts';
 import { MtaStsResolver } from './smtp/mta-sts.ts';
 import { MxResolver } from './mx-resolver.ts';
 import { createRenderer } from './render/render-pool.ts';
 import type { SigningKeyLookup } from './render/renderer.ts';
-import { relayFromUrl } from './smtp/relay-url.ts';
+import { relayFromUrl } from '../../config/relay-url.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 import { deriveTokenKey } from '../tracking/token.ts';
 import { VerpSigner } from '../outcomes/verp.ts';
 import { mailMetrics } from '../../metrics/mail-metrics.ts';
 import { createSourcePicker } from '../ip-pools/source-picker.ts';
+import type { DomainsService } from '../domains/domains.service.ts';
+import type { ConnectionSlots } from '../pacing/connection-slots.ts';
+import type { PacingService } from '../pacing/pacing.service.ts';
+import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
+
+/** What the delivery engine needs of its node (the container satisfies it). */
+export interface DeliveryDeps {
+  config: Pick<
+    Config,
+    | 'allowPrivateMxTargets'
+    | 'bounceHost'
+    | 'deliveryClaimBatch'
+    | 'deliveryLeaseSeconds'
+    | 'devMode'
+    | 'dnsServers'
+    | 'ehloName'
+    | 'extraCaFile'
+    | 'mtaStsPort'
+    | 'mxPort'
+    | 'pacing'
+    | 'publicUrl'
+    | 'relayUrl'
+    | 'renderThreads'
+    | 'sourceAddresses'
+    | 'sourceDedications'
+  >;
+  database: Database;
+  logger: Logger;
+  metrics: Registry;
+  masterKey: Buffer;
+  node: NodeSelf;
+  domains: Pick<DomainsService, 'signingKeyFor'>;
+  pacing: PacingService;
+  suppressions: SuppressionsService;
+  /** This run's connection slots (the container chooses where they are kept). */
+  connectionSlots(holder: string): ConnectionSlots;
+  /** Mail accepted by this node (the transmissions service): claimed at once. */
+  transmissions: { onQueued(listener: () => void): () => void };
+}
 
 /**
  * Builds this node's delivery worker from config (relay or MX, DNS servers, MX port, EHLO name,
  * trusted CAs, MTA-STS).
  */
 export function createDeliveryWorker(
-  c: Container,
+  c: DeliveryDeps,
   workerId: string,
   overrides: Partial<DeliveryWorkerOptions> = {},
 ): DeliveryWorker {
@@ -31,6 +74,7 @@ export function createDeliveryWorker(
   const dns = c.config.dnsServers ? { servers: c.config.dnsServers } : {};
   return new DeliveryWorker({
     workerId,
+    slots: c.connectionSlots(workerId),
     database: c.database,
     suppressions: c.suppressions,
     logger: c.logger,
@@ -68,7 +112,7 @@ export function createDeliveryWorker(
 }
 
 /** Starts this node's delivery worker (worker role); stop() finishes in-flight sessions. */
-export function start(c: Container): Stoppable {
+export function start(c: DeliveryDeps): Stoppable {
   const worker = createDeliveryWorker(c, c.node.holder);
   // Mail accepted by this node's API or SMTP roles is claimed at once (idle-wait.ts).
   const unsubscribe = c.transmissions.onQueued(() => worker.notify());

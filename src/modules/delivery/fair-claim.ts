@@ -1,13 +1,13 @@
-import { isPostgres, runSql } from '../../db/dialect.ts';
+import { runSql } from '../../db/dialect.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import { isoAt } from '../../lib/clock.ts';
-import { unpackMessages } from '../outcomes/packed-rows.ts';
+import { messageRows } from '../outcomes/packed-rows.ts';
 import { ANY_DUE, NEXT_TENANTS, TAKE_EXPIRED, TAKE_FAIR } from '../outcomes/queue.sql.ts';
 
 /**
- * Fair claims (issue 18, docs/pacing.md "Fairness"). The old claim took the n earliest due rows
+ * Fair claims (docs/pacing.md "Fairness"). The old claim took the n earliest due rows
  * of the whole queue, so a tenant that queued 200,000 marketing messages held back everyone's
  * password resets until they had gone out. A claim now serves tenants in turn:
  *
@@ -48,10 +48,9 @@ const MAX_WALKS_PER_CLAIM = 8;
  */
 const EXPIRED_PROBE_MS = 1_000;
 
-/** Runs TAKE_FAIR: SQLite's rows come back packed, PostgreSQL's as they are. */
+/** Runs TAKE_FAIR: SQLite's text returns its rows packed, PostgreSQL's as they are. */
 async function takeFair(db: Executor, params: readonly unknown[]): Promise<MessagesTable[]> {
-  if (isPostgres(db)) return runSql<MessagesTable>(db, TAKE_FAIR, params);
-  return unpackMessages(await runSql<{ packed: string }>(db, TAKE_FAIR, params));
+  return messageRows(await runSql<MessagesTable | { packed: string }>(db, TAKE_FAIR, params));
 }
 
 export class FairClaimer {

@@ -6,7 +6,7 @@
  * Without the nudge, a message accepted while the worker slept waited for the next poll (250 ms):
  * with one tenant's transmission holding its share of the worker (the claims pass it over, so
  * they find nothing), another tenant's password reset waited that long while the first tenant's
- * sessions kept sending (issue 31). The gap keeps a stream of small accepts from turning into a
+ * sessions kept sending. The gap keeps a stream of small accepts from turning into a
  * claim each: at most one nudged claim per NUDGE_GAP_MS. A nudge that comes during a claim is
  * kept for the wait after it (that claim may have read the queue before the accept committed).
  */

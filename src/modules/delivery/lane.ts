@@ -1,5 +1,5 @@
 import { RENDER_FAILED } from '../content/template-language.ts';
-import { observeRender } from '../../metrics/mail-metrics.ts';
+import { observeRender } from './delivery-metrics.ts';
 import { replyText } from '../pacing/pacing.service.ts';
 import { attemptRecord, outcomeOf } from './attempt-outcome.ts';
 import { connectRoute, type Route } from './destination.ts';

@@ -15,8 +15,9 @@
  *   the A/AAAA records used, capped by `maxCacheTtlSeconds` (default 300) so a changed MX set is
  *   seen within minutes. Permanent failures are cached for `negativeTtlSeconds` (default 60);
  *   transient ones are not cached. Concurrent lookups of one domain share one query.
- * - The cache is a Map used as an LRU (re-inserted on hit), bounded by `cacheMaxEntries`.
+ * - The cache is a BoundedCache (least recently used dropped first) of `cacheMaxEntries`.
  */
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { promises as dnsPromises } from 'node:dns';
 import net from 'node:net';
 
@@ -59,9 +60,8 @@ const NEGATIVE_CODES = new Set(['ENOTFOUND', 'ENODATA']);
 
 export class MxResolver {
   private readonly resolver: dnsPromises.Resolver;
-  private readonly cache = new Map<string, CacheEntry>();
+  private readonly cache: BoundedCache<string, CacheEntry>;
   private readonly inflight = new Map<string, Promise<ResolveResult>>();
-  private readonly maxEntries: number;
   private readonly maxTtl: number;
   private readonly negativeTtl: number;
   private readonly now: () => number;
@@ -70,7 +70,7 @@ export class MxResolver {
   constructor(options: MxResolverOptions = {}) {
     this.resolver = new dnsPromises.Resolver({ timeout: options.timeoutMs ?? 5000, tries: options.tries ?? 2 });
     if (options.servers?.length) this.resolver.setServers(options.servers);
-    this.maxEntries = options.cacheMaxEntries ?? 10_000;
+    this.cache = new BoundedCache(options.cacheMaxEntries ?? 10_000);
     this.maxTtl = options.maxCacheTtlSeconds ?? 300;
     this.negativeTtl = options.negativeTtlSeconds ?? 60;
     this.now = options.now ?? Date.now;
@@ -83,8 +83,6 @@ export class MxResolver {
     const hit = this.cache.get(key);
     if (hit) {
       if (hit.expiresAt > this.now()) {
-        this.cache.delete(key);
-        this.cache.set(key, hit);
         return reshuffle(hit.result, this.random);
       }
       this.cache.delete(key);
@@ -184,11 +182,6 @@ export class MxResolver {
     const ttl = result.ok ? Math.min(ttlSeconds ?? this.maxTtl, this.maxTtl) : this.negativeTtl;
     if (ttl > 0) {
       this.cache.set(domain, { result, expiresAt: this.now() + ttl * 1000 });
-      while (this.cache.size > this.maxEntries) {
-        const oldest = this.cache.keys().next().value;
-        if (oldest === undefined) break;
-        this.cache.delete(oldest);
-      }
     }
     return result;
   }

@@ -1,13 +1,14 @@
 import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
-import { countOutcome, type MailMetrics } from '../../metrics/mail-metrics.ts';
+import type { MailMetrics } from '../../metrics/mail-metrics.ts';
+import { countOutcome } from './delivery-metrics.ts';
 import type { SuppressionsService } from '../suppressions/suppressions.service.ts';
 import { type Outcome, recordOutcomes } from '../outcomes/outcomes.ts';
 
 /**
  * Most outcomes one transaction writes. Sandbox messages complete as soon as they are claimed,
  * so outcomes can pile up (up to the 2,000 messages in flight) while one batch is written; the
- * next flush used to take them all into one transaction (issue 31, item 9: a 10,000-recipient
+ * next flush used to take them all into one transaction (a 10,000-recipient
  * sandbox transmission stalled the event loop 0.6-0.8 s). Measured for 1,900 sandbox outcomes in
  * one transaction: 180-230 ms without a turn on SQLite, whose driver never yields, and a 40-85 ms
  * stretch on PostgreSQL (statement building and result handling). Per batch of this size: about

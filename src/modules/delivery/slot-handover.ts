@@ -9,7 +9,7 @@ import type { DomainQueue } from './worker-types.ts';
  * session (and its slot) while its domain's queue had mail, up to messages_per_connection (1,000
  * for unknown sites): one tenant's 3,000 marketing messages to one domain held all 5 slots of its
  * site until the last of them had gone, and another tenant's password reset to another domain on
- * the same MX waited behind all of them (issue 31). Now a destination with mail and no session
+ * the same MX waited behind all of them. Now a destination with mail and no session
  * on this node is **starving**, and:
  *
  * - a lane of the same bucket gives it its session between two messages (what it rendered ahead

@@ -17,7 +17,7 @@ const MAX_HANDED_OVER = 1024;
  * tags), kept for the next messages of the same transmission: a transmission of 10,000
  * recipients is loaded once, not 10,000 times. Least recently used dropped first.
  *
- * Bounded by bytes as well as count: fair claims serve tenants in turn (issue 18), so with 1,000
+ * Bounded by bytes as well as count: fair claims serve tenants in turn, so with 1,000
  * tenants a transmission comes back after ~1,000 others, and the 500 it kept before were all
  * loaded and parsed again on every turn; and 500 transmissions with 25 MB attachments were 12 GB.
  *
@@ -25,7 +25,7 @@ const MAX_HANDED_OVER = 1024;
  * it (a retry loads it again). Kept, 4,096 of them filled the cache with ~10 MB that nothing read
  * again, each entry living long enough to be promoted to V8's old generation before the next
  * ones pushed it out: in the PostgreSQL soak (one recipient per transmission) the server's heap
- * grew (issue 31 item 8, docs/benchmarks.md "Session 2026-12-07"). The claim's prefetch hands
+ * grew (docs/benchmarks.md "Session 2026-12-07"). The claim's prefetch hands
  * such a transmission to its message (`handedOver`, taken on the first read) instead.
  */
 export class TransmissionCache {

@@ -1,3 +1,4 @@
+import type { ConnectionSlots } from '../pacing/connection-slots.ts';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
 import type { MessagesTable } from '../../db/schema.ts';
@@ -24,6 +25,11 @@ export interface DeliveryWorkerOptions {
   suppressions: SuppressionsService;
   logger: Logger;
   routing: RoutingOptions;
+  /**
+   * Connection slots per destination site, chosen by the container: leases in the database where
+   * nodes share it (PostgreSQL), counts in memory where one node owns it (SQLite).
+   */
+  slots: ConnectionSlots;
   signingKey: SigningKeyLookup;
   /** Tracking base URL and token key (docs/tracking.md); null = no tracking, no List-Unsubscribe. */
   tracking?: { base: string; key: Uint8Array } | null;

@@ -1,8 +1,7 @@
 import { DEFAULT_DELIVERY_CLAIM_BATCH } from '../../config/schema.ts';
 import type { MessagesTable } from '../../db/schema.ts';
-import { isPostgres } from '../../db/dialect.ts';
 import { destinationOf, queueKey } from '../ip-pools/source-picker.ts';
-import { type ConnectionSlots, DatabaseSlots, LocalSlots } from '../pacing/connection-slots.ts';
+import { type ConnectionSlots, LocalSlots } from '../pacing/connection-slots.ts';
 import { SLOT_RETRY_MS, SlotWaits } from '../pacing/slot-wait.ts';
 import { deferral, routeFailureOutcome } from './attempt-outcome.ts';
 import { type Route, routeFamilies, routeFor } from './destination.ts';
@@ -38,7 +37,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
   private loop: Promise<void> | null = null;
   private inflight = 0;
   private readonly queues = new Map<string, DomainQueue>();
-  /** Connection slots: leases in the database on PostgreSQL (all nodes), counts in memory on SQLite. */
+  /** Connection slots (the options' slots: see DeliveryWorkerOptions). */
   private readonly slots: ConnectionSlots;
   private readonly relaySlots = new LocalSlots();
   private readonly transmissions: TransmissionCache;
@@ -78,9 +77,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
       pacing: null,
       ...opts,
     };
-    this.slots = isPostgres(this.o.database)
-      ? new DatabaseSlots(this.o.database, this.o.workerId, this.o.logger)
-      : new LocalSlots();
+    this.slots = this.o.slots;
     this.slotWaits = new SlotWaits(this.o.pollMs);
     this.shares = new TenantShares(this.o.maxInflight);
     this.transmissions = new TransmissionCache(() => this.o.database.db, this.o.tracking);
@@ -165,7 +162,7 @@ export class DeliveryWorker implements LaneHost, MoveOffHost {
         this.shares.claimed(claimed.map((m) => m.tenant_id));
         await this.dispatch(claimed);
         // A turn between claims: on SQLite (synchronous driver) sandbox mail, which completes at
-        // dispatch, made this loop one stretch of 0.8-1.1 s for 10,000 messages (issue 31).
+        // dispatch, made this loop one stretch of 0.8-1.1 s for 10,000 messages.
         await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }

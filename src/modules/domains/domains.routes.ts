@@ -1,9 +1,18 @@
+import type { DomainsService } from './domains.service.ts';
+import type { Database } from '../../db/index.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
+
+/** What the sending-domain routes (/v1 and dashboard) need. */
+export interface DomainRoutesDeps {
+  domains: DomainsService;
+  idempotency: IdempotencyService;
+  database: Database;
+}
 
 const SCOPE = ['manage:sending-domains'] as const;
 const TAGS = ['Sending domains'];
@@ -46,7 +55,7 @@ const CreateDomainBody = Type.Object(
 );
 
 /** The sending-domain use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
-export const SENDING_DOMAINS: CrudResource<typeof CreateDomainBody, TSchema> = {
+export const SENDING_DOMAINS: CrudResource<typeof CreateDomainBody, TSchema, DomainRoutesDeps> = {
   createBody: CreateDomainBody,
   create: async (c, caller, input) => {
     // The DKIM key is made and the limits checked before the idempotent transaction opens.
@@ -56,7 +65,7 @@ export const SENDING_DOMAINS: CrudResource<typeof CreateDomainBody, TSchema> = {
   service: (c) => c.domains,
 };
 
-export function registerDomainRoutes(app: TypedApp, c: Container) {
+export function registerDomainRoutes(app: TypedApp, c: DomainRoutesDeps) {
   registerCrudRoutes(app, c, {
     ...SENDING_DOMAINS,
     path: '/v1/sending-domains',

@@ -2,9 +2,11 @@ import type { Config } from '../../config.ts';
 import type { Executor } from '../../db/executor.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { SenderPolicy } from '../transmissions/transmissions.service.ts';
 import { listVerifiedDomainNames } from './domains.repo.ts';
 import { candidateDomains } from './domain-names.ts';
+
+/** Checks that every sender domain may be used by the tenant; throws AppError otherwise. */
+export type SenderPolicy = (db: Executor, tenantId: string, senderDomains: readonly string[]) => Promise<void>;
 
 /** Cap on the cache's age (changes visible on every node within 5 s; docs/domains.md "4. Sending"). */
 const MAX_TTL_MS = 5000;
@@ -45,7 +47,7 @@ export class VerifiedDomainsCache {
  * one: a DKIM signature by the parent domain aligns with the From under DMARC's relaxed
  * alignment, as SES allows too. `senderDomains[0]` is the domain of the From that is sent.
  *
- * Development mode lifts the verification only (issue 31, item 9): the From's own domain
+ * Development mode lifts the verification only: the From's own domain
  * (`senderDomains[0]`) is accepted unverified, and every other identity must be on it (or a
  * subdomain of it) or on a verified domain, so a second From mailbox or a Sender on another
  * tenant's domain is refused there too.

@@ -75,7 +75,7 @@ const OWNERS_MAX_HOSTS = 10_000;
 const HOST_NAME = /^[a-z0-9.-]{1,253}$/;
 
 /**
- * Whose tracking links a host name may answer (issue 31: a tenant's token redirected from every
+ * Whose tracking links a host name may answer (a tenant's token redirected from every
  * other tenant's verified `click.<domain>`): the tenants whose sending domain has it as its
  * verified tracking host name, the domain itself verified too (in development mode, where mail
  * may come from unverified domains, any). The sending domain is the name itself or a parent of

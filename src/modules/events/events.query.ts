@@ -1,5 +1,6 @@
+import { uuidFloor } from '../../lib/ids.ts';
 import { type Compilable, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
-import { isPostgres } from '../../db/dialect.ts';
+import { eventsArePartitioned } from '../../db/event-partitions.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { DB, EventsTable } from '../../db/schema.ts';
 
@@ -31,14 +32,6 @@ export interface EventFilter {
  * filter. TO_SLACK_MS covers the small gap between reading the clock and minting the ids.
  */
 const TO_SLACK_MS = 60_000;
-
-/** The smallest UUIDv7 text of millisecond `ms` (ids compare as lower-case hex text). */
-export function uuidFloor(ms: number): string {
-  const hex = Math.max(0, Math.min(ms, 2 ** 48 - 1))
-    .toString(16)
-    .padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
 
 type EventsQuery = SelectQueryBuilder<DB, 'events', EventsTable>;
 
@@ -124,7 +117,7 @@ export function listEventsQuery(
 const WIDENING_DAYS = [1, 7];
 
 export async function listEvents(db: Executor, tenantId: string, f: EventFilter): Promise<EventsTable[]> {
-  if (!isPostgres(db)) return listEventsQuery(db, tenantId, f).execute();
+  if (!eventsArePartitioned(db)) return listEventsQuery(db, tenantId, f).execute();
   // PostgreSQL: a tag is looked up on its own first (listTagged), never joined across partitions.
   if (f.tag) return listTagged(db, tenantId, f);
   // A page with no lower time bound would plan and probe every day's index (one partition per

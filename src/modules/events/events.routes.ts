@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { errorResponses, pageOf, pageQuery } from '../../http/schemas.ts';
 import { EventSchema, EventsQuery } from './events.schema.ts';
+import type { EventsService } from './events.service.ts';
 
 /** GET /v1/events answer for the OpenAPI document. */
 const EVENTS_PAGE_EXAMPLE = {
@@ -25,7 +25,7 @@ const EVENTS_PAGE_EXAMPLE = {
   next_cursor: 'eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMi4wMDBaIn0.c2ln',
 };
 
-export function registerEventRoutes(app: TypedApp, c: Container) {
+export function registerEventRoutes(app: TypedApp, c: { events: Pick<EventsService, 'list'> }) {
   app.addSchema(EventSchema);
   app.get(
     '/v1/events',

@@ -7,7 +7,7 @@ import { type CursorCodec, type Page, toPage } from '../../lib/pagination.ts';
 import { toEventView } from './events.repo.ts';
 import { deleteEvents, type EventFilter, expiredEventIds, listEvents } from './events.query.ts';
 import { EVENT_TYPES, type EventView } from './events.types.ts';
-import { dropExpiredPartitions, ensurePartitions } from './partitions.ts';
+import { dropExpiredPartitions, ensurePartitions } from '../../db/event-partitions.ts';
 
 /** Raw query parameters of GET /v1/events (already limited in length by the route schema). */
 export interface EventsQueryInput {

@@ -1,3 +1,14 @@
+/** What a report says of one recipient: a DSN's per-recipient group, or a plain-text bounce's guess. */
+export interface RecipientStatus {
+  /** Final-Recipient (else Original-Recipient); null when a plain-text bounce names none. */
+  recipient: string | null;
+  action: 'failed' | 'delayed' | 'other';
+  smtpCode: number | null;
+  enhancedCode: string | null;
+  diagnostic: string;
+  remoteMta: string | null;
+}
+
 /**
  * The fields of a `message/delivery-status` body (RFC 3464) and of an ARF
  * `message/feedback-report` (RFC 5965): header-like `Name: value` lines with folding, in groups

@@ -1,4 +1,4 @@
-import type { RecipientStatus } from './report-parser.ts';
+import type { RecipientStatus } from './delivery-status.ts';
 import { smtpFigures } from './delivery-status.ts';
 
 /**
@@ -62,7 +62,7 @@ const MAX_DOMAIN = 253;
  * The first address in a line: a local part of `[a-z0-9._%+'-]`, `@`, a domain of `[a-z0-9.-]`
  * ending in a dot and two or more letters (what `/([a-z0-9._%+'-]+@[a-z0-9.-]+\.[a-z]{2,})/i`
  * finds). That regular expression backtracked over every run of address characters without an
- * `@` (issue 31 item 2: 64 KB of "a" cost 8 s); here each `@` is looked at once, with the runs of
+ * `@` (64 KB of "a" cost 8 s); here each `@` is looked at once, with the runs of
  * address characters on either side (neither holds an `@`), so a line costs its length. Parts
  * longer than RFC 5321 allows are no address.
  */

@@ -2,7 +2,7 @@
  * The text of an HTML-only notice (Exchange and some webmail bounces), for the plain-text
  * heuristics (heuristics.ts). Inbound HTML comes from anyone, so this is one pass with no tree:
  * no depth to overflow the stack and no stack of open elements to search (html-to-text, used here
- * before issue 31 item 2, overflowed on 32 KB of `<div>` until given a depth limit, and its parser
+ * before the inbound parse-cost work, overflowed on 32 KB of `<div>` until given a depth limit, and its parser
  * then still took 1.5 s on 256 KB of `<div>` and stray closing tags), no backtracking. Tags are
  * dropped, block elements and `<br>` end a line, whitespace collapses except inside `<pre>`,
  * script and style contents are skipped, and the common character references are decoded.

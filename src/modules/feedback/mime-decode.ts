@@ -3,8 +3,8 @@ import libmime from 'libmime';
 /**
  * The decoding steps of the inbound MIME walk (mime-walk.ts): header fields, structured header
  * values, transfer encodings and charsets. Inbound mail comes from anyone, so each step is a
- * single pass over its input, with no regular expression that can backtrack (issue 31 item 2:
- * libqp's `/[\t ]+$/gm` took 9 s on 64 KB of spaces, mailsplit's `/[\r\n]+$/` and `/\(.*\)/`
+ * single pass over its input, with no regular expression that can backtrack
+ * (libqp's `/[\t ]+$/gm` took 9 s on 64 KB of spaces, mailsplit's `/[\r\n]+$/` and `/\(.*\)/`
  * grew with the square of a header's length).
  */
 

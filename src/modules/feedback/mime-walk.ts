@@ -5,11 +5,11 @@ import { decodeBody, decodeSubject, headerFields, structuredValue, transferEncod
  * The parts of an inbound message that report reading needs, and nothing else. Kept and
  * decoded: the report parts (delivery-status, feedback-report, the returned message or its
  * headers) and the readable text (text/plain, or text/html as text when there is no plain text),
- * each up to `SCAN_BYTES`. Attachments and anything else are skipped unread (issue 17,
- * performance: mailparser decoded everything).
+ * each up to `SCAN_BYTES`. Attachments and anything else are skipped unread
+ * (mailparser, used before, decoded everything).
  *
  * The walk is one pass over the lines of the message, linear in its size whatever it holds
- * (issue 31 item 2: inbound mail comes from anyone, unauthenticated). mailsplit, used before,
+ * (inbound mail comes from anyone, unauthenticated). mailsplit, used before,
  * ran regular expressions that grew with the square of a header's length and could not be
  * given a bound; here a boundary line is found with one map lookup whatever the nesting, a
  * part's header block is read up to `MAX_HEADER_BYTES` (the rest of the block is skipped), and

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import type { ReceivedMessage, Received, RecipientHandler } from '../../smtp/recipient-handler.ts';
+import type { ReceivedMessage, Received, RecipientHandler } from '../../mail/recipient-handler.ts';
 import type { FeedbackService } from './feedback.service.ts';
 import type { ReportTarget } from './report-batch.ts';
 import { verpTokenOf } from '../outcomes/verp.ts';

@@ -11,7 +11,7 @@ import { bounceOf, complaintEvent, delayedEvent, outcomeBase, pickStatus, type R
 import type { InboundReport } from './report-parser.ts';
 
 /**
- * Writes what reports do, many reports per transaction (issue 17, performance): one lookup of
+ * Writes what reports do, many reports per transaction (performance): one lookup of
  * all their messages, then their effects in one go by the outcomes module
  * (src/modules/outcomes/report-outcomes.ts: one UPDATE for all bounced messages, one insert of
  * all events, one upsert of each tenant's suppressions). Reports that arrive while a batch is

@@ -3,7 +3,7 @@ import { nowIso } from '../../lib/clock.ts';
 import type { NewEvent } from '../events/events.types.ts';
 import { classifyBounce } from '../outcomes/bounce-rules.ts';
 import { type AttemptRecord, bounceSuppression, eventFor, type Outcome } from '../outcomes/outcomes.ts';
-import type { RecipientStatus } from './report-parser.ts';
+import type { RecipientStatus } from './delivery-status.ts';
 
 /**
  * What one report does to one message, as data for report-batch.ts to have written

@@ -1,3 +1,4 @@
+import type { RecipientStatus } from './delivery-status.ts';
 import { addressField, diagnosticText, parseFieldGroups, smtpFigures } from './delivery-status.ts';
 import { looksLikeAutoReply, looksLikeBounce, plainBounce } from './heuristics.ts';
 import { type WalkedMessage, walkMessage } from './mime-walk.ts';
@@ -6,17 +7,8 @@ import { type WalkedMessage, walkMessage } from './mime-walk.ts';
  * What an inbound message is: a DSN (RFC 3464, or a plain-text bounce read heuristically), an
  * ARF complaint (RFC 5965), an auto-reply, or something else. Pure: no database, no I/O; the
  * MIME is walked by mime-walk.ts, decoding only the parts read here; every step is linear in its
- * input (issue 31 item 2: anyone may send mail to the listener).
+ * input (anyone may send mail to the listener).
  */
-export interface RecipientStatus {
-  /** Final-Recipient (else Original-Recipient); null when a plain-text bounce names none. */
-  recipient: string | null;
-  action: 'failed' | 'delayed' | 'other';
-  smtpCode: number | null;
-  enhancedCode: string | null;
-  diagnostic: string;
-  remoteMta: string | null;
-}
 
 /** What ties a report to one of our messages, besides the address it was sent to. */
 export interface References {

@@ -1,9 +1,9 @@
-import type { Container } from '../../container.ts';
+import type { IpPoolRoutesDeps } from './ip-pools.routes.ts';
 import { registerSessionCrudRoutes } from '../../http/crud-routes.ts';
 import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { IdParams } from '../../http/schemas.ts';
-import { warmupProgress } from '../warmup/progress.ts';
+import { warmupProgress } from './warmup-progress.ts';
 import { IP_POOLS } from './ip-pools.routes.ts';
 
 /**
@@ -15,7 +15,7 @@ const P = '/dashboard/api/ip-pools';
 const config = SESSION_ROUTE;
 const tenant = sessionTenant;
 
-export function registerIpPoolDashboardRoutes(app: TypedApp, c: Container) {
+export function registerIpPoolDashboardRoutes(app: TypedApp, c: IpPoolRoutesDeps) {
   registerSessionCrudRoutes(app, c, IP_POOLS, P, ['list']);
   app.get(`${P}/:id`, { config, schema: { hide: true, params: IdParams } }, async (req) => {
     const pool = await c.ipPools.get(tenant(req), req.params.id);

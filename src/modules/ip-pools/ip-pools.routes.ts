@@ -1,4 +1,7 @@
-import type { Container } from '../../container.ts';
+import type { SourceAddresses } from './source-addresses.ts';
+import type { IpPoolsService } from './ip-pools.service.ts';
+import type { Database } from '../../db/index.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
 import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import {
@@ -10,8 +13,16 @@ import {
 } from './ip-pools.examples.ts';
 import { CreatePoolBody, IpPool, UpdatePoolBody } from './ip-pools.schema.ts';
 
+/** What the IP pool routes (/v1 and dashboard) need. */
+export interface IpPoolRoutesDeps {
+  ipPools: IpPoolsService;
+  sourceAddresses: SourceAddresses;
+  idempotency: IdempotencyService;
+  database: Database;
+}
+
 /** The IP pool use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
-export const IP_POOLS: CrudResource<typeof CreatePoolBody, typeof UpdatePoolBody> = {
+export const IP_POOLS: CrudResource<typeof CreatePoolBody, typeof UpdatePoolBody, IpPoolRoutesDeps> = {
   createBody: CreatePoolBody,
   updateBody: UpdatePoolBody,
   create: async (c, caller, input) => (db) => c.ipPools.create(db, caller.tenantId, input),
@@ -19,7 +30,7 @@ export const IP_POOLS: CrudResource<typeof CreatePoolBody, typeof UpdatePoolBody
 };
 
 /** /v1/ip-pools (docs/api.md "IP pools", docs/ip-pools.md): the five routes of a named resource. */
-export function registerIpPoolRoutes(app: TypedApp, c: Container) {
+export function registerIpPoolRoutes(app: TypedApp, c: IpPoolRoutesDeps) {
   registerCrudRoutes(app, c, {
     ...IP_POOLS,
     path: '/v1/ip-pools',

@@ -11,7 +11,7 @@ import type { CursorCodec, Page } from '../../lib/pagination.ts';
 import { findPolicy } from '../warmup/warmup.service.ts';
 import { findPool, findPoolByName, poolAddresses, replaceAddresses, tenantPools } from './ip-pools.repo.ts';
 import type { AddressFlag, CreatePoolInput, IpPoolView, MailType, UpdatePoolInput } from './ip-pools.schema.ts';
-import { bumpRoutingGeneration } from './routing-generation.ts';
+import { bumpRoutingGeneration } from '../../db/routing-generation.ts';
 import { type AddressRules, mayUse, type SourceAddresses } from './source-addresses.ts';
 
 type Problem = { field: string; message: string };

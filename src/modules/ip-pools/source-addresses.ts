@@ -7,7 +7,7 @@ import type { WarmupPolicyRules } from '../warmup/ledger.ts';
 import { warmupStatus } from '../warmup/ledger.ts';
 import { checkStages, keptRate } from '../warmup/warmup.service.ts';
 import type { WarmupStage } from '../warmup/warmup.schema.ts';
-import { bumpRoutingGeneration } from './routing-generation.ts';
+import { bumpRoutingGeneration } from '../../db/routing-generation.ts';
 
 /**
  * Source addresses belong to the operator (docs/ip-pools.md "For the operator"): each configured

@@ -9,13 +9,13 @@ import { RELEASE, SET_SOURCE } from '../outcomes/queue.sql.ts';
 import { countWarmupFeedback, type WarmupPolicyRules, WarmupLedger } from '../warmup/ledger.ts';
 import { allPoolsForRouting } from './ip-pools.repo.ts';
 import { canonicalAddress } from './ip-pools.service.ts';
-import { routingGeneration } from './routing-generation.ts';
+import { routingGeneration } from '../../db/routing-generation.ts';
 import { type AddressRules, mayUse, policyAttachments, readAddressRules, warmupInForce } from './source-addresses.ts';
 
 /**
- * Suspensions per destination site x source address. The pacing module (src/modules/pacing/,
- * issue 18 items 2-3) implements this and is passed to createSourcePicker; until then nothing is
- * suspended. Synchronous because it is asked once per domain queue on the delivery hot path:
+ * Suspensions per destination site x source address: the pacing service implements it (its
+ * automation rules suspend an address for a site, docs/pacing.md) and the delivery engine passes
+ * it to createSourcePicker; without pacing nothing is suspended. Synchronous because it is asked once per domain queue on the delivery hot path:
  * an implementation keeps the suspensions in memory, refreshed from the database (all nodes).
  */
 export interface SourceSuspensions {

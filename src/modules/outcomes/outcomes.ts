@@ -1,5 +1,6 @@
 import { insertMany } from '../../db/batch.ts';
-import { isPostgres, runSql } from '../../db/dialect.ts';
+import { runSql } from '../../db/dialect.ts';
+import { bindsArrays } from '../../db/tuning.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import type { MessageState } from '../../db/message-state.ts';
@@ -157,7 +158,8 @@ async function updateStates(trx: Executor, workerId: string, now: string, outcom
       o.kind === 'deferred' ? isoAt(o.nextAttemptAtMs) : o.msg.next_attempt_at,
       o.attempt?.response ?? (o.kind === 'failed' ? o.reason : o.kind === 'delivered' ? 'sandbox' : null),
     ] as const;
-  if (isPostgres(trx)) {
+  // One statement with array parameters where the database binds them (PostgreSQL), else chunks.
+  if (bindsArrays(trx)) {
     const rows = sorted.map(row);
     const columns = [0, 1, 2, 3, 4].map((c) => rows.map((r) => r[c]));
     for (const r of await runSql<{ id: string }>(trx, OUTCOMES_PG, [now, workerId, ...columns])) written.add(r.id);

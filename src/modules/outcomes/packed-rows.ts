@@ -43,6 +43,17 @@ void everyColumnListed;
 /** The select-list item that packs a message row: `json_array(tenant_id, id, ...) as packed`. */
 export const PACKED_MESSAGE_SQL = `json_array(${MESSAGE_COLUMNS.join(', ')}) as packed`;
 
+/**
+ * Rows of a statement that may pack them (the SQLite text of TAKE_FAIR selects PACKED_MESSAGE_SQL,
+ * the PostgreSQL text the columns): packed rows back to MessagesTable objects, others as they are.
+ * The statement decides, so the caller never asks which database runs.
+ */
+export function messageRows(rows: readonly (MessagesTable | { packed: string })[]): MessagesTable[] {
+  const first = rows[0];
+  if (first === undefined || !('packed' in first)) return rows as MessagesTable[];
+  return unpackMessages(rows as { packed: string }[]);
+}
+
 /** Rows selected with PACKED_MESSAGE_SQL back to MessagesTable objects. */
 export function unpackMessages(rows: readonly { packed: string }[]): MessagesTable[] {
   return rows.map(({ packed }) => {

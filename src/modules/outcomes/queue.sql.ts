@@ -171,7 +171,7 @@ export const RELEASE = dialectSql({
 });
 
 /**
- * [now, holder]: everything a dead run of a node held (src/jobs/release-claims.ts), due at once.
+ * [now, holder]: everything a dead run of a node held (src/release-claims.ts), due at once.
  * `state = 'sending'` reads the partial index messages_leased, not the table.
  */
 export const RELEASE_HOLDER = dialectSql({

@@ -1,4 +1,4 @@
-import type { Container } from '../../container.ts';
+import type { PacingRoutesDeps } from './pacing.routes.ts';
 import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 
@@ -10,7 +10,7 @@ import type { TypedApp } from '../../http/route-module.ts';
 const config = SESSION_ROUTE;
 const tenant = sessionTenant;
 
-export function registerPacingDashboardRoutes(app: TypedApp, c: Container) {
+export function registerPacingDashboardRoutes(app: TypedApp, c: PacingRoutesDeps) {
   app.get('/dashboard/api/pacing', { config, schema: { hide: true } }, async (req) => ({
     sites: await c.pacing.listSites(tenant(req)),
     suspensions: await c.pacing.listSuspensions(),

@@ -1,10 +1,15 @@
+import type { PacingService } from './pacing.service.ts';
 import { Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { MAX_LIMIT } from './pacing-data.ts';
 import { GET_SITE_DOCS, LIST_SITES_DOCS, LIST_SUSPENSIONS_DOCS, PUT_SITE_DOCS } from './pacing.examples.ts';
+
+/** What the pacing routes need. */
+export interface PacingRoutesDeps {
+  pacing: PacingService;
+}
 
 const SCOPE = ['manage:pacing'] as const;
 const TAGS = ['Pacing'];
@@ -62,7 +67,7 @@ const listOf = <T extends ReturnType<typeof Type.Ref>>(item: T) =>
   Type.Object({ data: Type.Array(item), next_cursor: Type.Null() });
 
 /** /v1/pacing (docs/api.md "Pacing", docs/pacing.md). */
-export function registerPacingRoutes(app: TypedApp, c: Container) {
+export function registerPacingRoutes(app: TypedApp, c: PacingRoutesDeps) {
   app.addSchema(PacingSite);
   app.addSchema(Suspension);
   const SiteRef = Type.Ref('PacingSite');

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import type { Database } from '../../db/index.ts';
-import { isPostgres } from '../../db/dialect.ts';
 import { isoAt } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
-import { DatabaseLedger, GRANT_TTL_MS, MemoryLedger, type RateLedger } from './ledger.ts';
+import { GRANT_TTL_MS, type RateLedger } from './ledger.ts';
 import { LIMIT_FIELDS, type PacingData, type SiteLimits, type SiteProfile } from './pacing-data.ts';
 import {
   activeSuspensions,
@@ -97,10 +96,11 @@ export class PacingService {
     private readonly database: Database,
     readonly data: PacingData,
     private readonly logger: Logger,
-    ledger?: RateLedger,
+    /** Chosen by the container: in memory on one node (SQLite), in the database across nodes. */
+    ledger: RateLedger,
   ) {
     this.profiles = new Map(data.sites.map((s) => [s.name, s]));
-    this.ledger = ledger ?? (isPostgres(database) ? new DatabaseLedger(database) : new MemoryLedger());
+    this.ledger = ledger;
   }
 
   /** Keeps this node's copy of overrides and suspensions fresh (worker role). */

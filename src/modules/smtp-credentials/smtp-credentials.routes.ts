@@ -1,7 +1,16 @@
+import type { SmtpCredentialsService } from './smtp-credentials.service.ts';
+import type { Database } from '../../db/index.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import type { TypedApp } from '../../http/route-module.ts';
+
+/** What the SMTP credential routes (/v1 and dashboard) need. */
+export interface SmtpCredentialRoutesDeps {
+  smtpCredentials: SmtpCredentialsService;
+  idempotency: IdempotencyService;
+  database: Database;
+}
 
 const SCOPE = ['manage:smtp-credentials'] as const;
 
@@ -24,13 +33,13 @@ const CreateSmtpCredentialBody = Type.Object(
 );
 
 /** The SMTP credential use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
-export const SMTP_CREDENTIALS: CrudResource<typeof CreateSmtpCredentialBody, TSchema> = {
+export const SMTP_CREDENTIALS: CrudResource<typeof CreateSmtpCredentialBody, TSchema, SmtpCredentialRoutesDeps> = {
   createBody: CreateSmtpCredentialBody,
   create: async (c, caller, input) => (db) => c.smtpCredentials.create(caller.tenantId, input, db),
   service: (c) => c.smtpCredentials,
 };
 
-export function registerSmtpCredentialRoutes(app: TypedApp, c: Container) {
+export function registerSmtpCredentialRoutes(app: TypedApp, c: SmtpCredentialRoutesDeps) {
   registerCrudRoutes(app, c, {
     ...SMTP_CREDENTIALS,
     path: '/v1/smtp-credentials',

@@ -5,8 +5,9 @@
  */
 import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Container } from '../../container.ts';
+import type { Config } from '../../config.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
+import type { SuppressionsService } from './suppressions.service.ts';
 
 /** Multipart bodies larger than the file limit by more than this (boundaries, part headers) are refused up front. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
@@ -62,7 +63,13 @@ async function* fileChunks(part: MultipartFile, limitBytes: number): AsyncGenera
  * stored response, and the body is a stream we could only fingerprint after importing it.
  * Imports are upserts, so repeating one is safe without a key.
  */
-export async function importCsv(c: Container, req: FastifyRequest, reply: FastifyReply, tenantId: string) {
+/** What the CSV import needs. */
+export interface CsvImportDeps {
+  config: Pick<Config, 'importLimitBytes'>;
+  suppressions: Pick<SuppressionsService, 'importCsv'>;
+}
+
+export async function importCsv(c: CsvImportDeps, req: FastifyRequest, reply: FastifyReply, tenantId: string) {
   if (req.headers['idempotency-key'] !== undefined) {
     throw new AppError(
       'invalid_idempotency_key',

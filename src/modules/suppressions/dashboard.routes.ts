@@ -1,12 +1,17 @@
+import type { SuppressionsService } from './suppressions.service.ts';
 import { Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import { noContent, type TypedApp } from '../../http/route-module.ts';
 import { IdParams, pageQuery } from '../../http/schemas.ts';
 import { AppError } from '../../lib/errors.ts';
-import { importCsv } from './csv-upload.ts';
+import { type CsvImportDeps, importCsv } from './csv-upload.ts';
 import { SuppressionsQuery } from './suppressions.schema.ts';
 import { MAX_DESCRIPTION_CHARS, REASON_CATEGORIES, SUPPRESSION_TYPES } from './suppressions.service.ts';
+
+/** What the dashboard's suppression routes need. */
+export interface SuppressionDashboardDeps extends CsvImportDeps {
+  suppressions: SuppressionsService;
+}
 
 /** One suppression added by hand on the dashboard's suppressions page. */
 const SuppressionBody = Type.Object(
@@ -20,7 +25,7 @@ const SuppressionBody = Type.Object(
 );
 
 /** The dashboard's suppressions page: the /v1/suppressions use cases, authenticated by the session. */
-export function registerSuppressionDashboardRoutes(app: TypedApp, c: Container) {
+export function registerSuppressionDashboardRoutes(app: TypedApp, c: SuppressionDashboardDeps) {
   const P = '/dashboard/api/suppressions';
   const config = SESSION_ROUTE;
   app.get(P, { config, schema: { hide: true, querystring: SuppressionsQuery } }, async (req) =>

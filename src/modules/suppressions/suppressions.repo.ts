@@ -1,5 +1,6 @@
 import { coalesced, type Guard } from '../../db/coalesce.ts';
-import { dialectSql, isPostgres, runSql, shapedSql } from '../../db/dialect.ts';
+import { dialectSql, runSql, shapedSql } from '../../db/dialect.ts';
+import { bindsArrays } from '../../db/tuning.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { SuppressionsTable } from '../../db/schema.ts';
 import { newIds } from './batch-ids.ts';
@@ -196,7 +197,7 @@ export function findEmailsAndDomains(
 ): Promise<{ emailRows: Match[]; domainRows: Match[] }> {
   // The accepts of a PostgreSQL batch ask together: one statement per tenant for all of them.
   // In a speculative PostgreSQL batch (src/db/coalesce.ts Guard) it asks nothing: "no rows" is
-  // assumed and checked by the statement that writes the batch (issue 19).
+  // assumed and checked by the statement that writes the batch.
   return coalesced(
     db,
     'suppressions.findEmailsAndDomains',
@@ -313,7 +314,7 @@ async function findNow(
   emails: readonly string[],
   domains: readonly string[],
 ): Promise<{ emailRows: Match[]; domainRows: Match[] }> {
-  if (isPostgres(db) && emails.length > 0 && domains.length > 0) {
+  if (bindsArrays(db) && emails.length > 0 && domains.length > 0) {
     // PostgreSQL: the addresses and domains as two array parameters, one statement whatever their
     // number (a 10,000-recipient transmission asked 11 IN-lists of 1,000, one round trip each).
     const rows = await runSql<Match & { type: string }>(db, FIND_BOTH_PG, [tenantId, emails, domains]);

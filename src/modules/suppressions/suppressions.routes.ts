@@ -1,5 +1,4 @@
 import { type Static, Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import { noContent, type TypedApp } from '../../http/route-module.ts';
@@ -14,7 +13,9 @@ import {
   SUPPRESSION_SOURCES,
   SUPPRESSION_TYPES,
 } from './suppressions.service.ts';
-import { importCsv } from './csv-upload.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
+import { type CsvImportDeps, importCsv } from './csv-upload.ts';
+import type { SuppressionsService } from './suppressions.service.ts';
 import { SuppressionsQuery } from './suppressions.schema.ts';
 
 const SCOPE = ['manage:suppressions'] as const;
@@ -91,7 +92,13 @@ const ImportResult = Type.Object(
   { title: 'ImportResult', description: 'Answer to a multipart CSV import.' },
 );
 
-export function registerSuppressionRoutes(app: TypedApp, c: Container) {
+/** What the suppression routes need. */
+export interface SuppressionRoutesDeps extends CsvImportDeps {
+  suppressions: SuppressionsService;
+  idempotency: IdempotencyService;
+}
+
+export function registerSuppressionRoutes(app: TypedApp, c: SuppressionRoutesDeps) {
   app.post<UpsertRequest>(
     '/v1/suppressions',
     {

@@ -1,5 +1,7 @@
+import type { TransmissionsService } from '../transmissions/transmissions.service.ts';
+import type { TenantsService } from '../tenants/tenants.service.ts';
+import type { TemplateRoutesDeps } from './templates.routes.ts';
 import { Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { registerSessionCrudRoutes } from '../../http/crud-routes.ts';
 import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
@@ -8,6 +10,12 @@ import { validationError } from '../../lib/errors.ts';
 import { validateTransmission } from '../transmissions/transmissions.validate.ts';
 import { TEMPLATES } from './templates.routes.ts';
 import { MAX_PART_CHARS, PreviewBody } from './templates.schema.ts';
+
+/** What the dashboard's template routes need: the template use cases, and sending a test. */
+export interface TemplateDashboardDeps extends TemplateRoutesDeps {
+  tenants: Pick<TenantsService, 'getCached'>;
+  transmissions: Pick<TransmissionsService, 'accept' | 'queued'>;
+}
 
 /**
  * The dashboard's template calls (docs/dashboard.md "Templates"): the /v1/templates use cases
@@ -38,7 +46,7 @@ const RenderBody = Type.Object(
   { additionalProperties: false },
 );
 
-export function registerTemplateDashboardRoutes(app: TypedApp, c: Container) {
+export function registerTemplateDashboardRoutes(app: TypedApp, c: TemplateDashboardDeps) {
   // The editor's live preview of what is typed, before it is saved.
   app.post(`/dashboard/api/template-render`, { config, schema: { hide: true, body: RenderBody } }, async (req) =>
     c.templates.renderUnsaved(req.body),

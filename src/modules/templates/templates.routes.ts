@@ -1,5 +1,7 @@
+import type { TemplatesService } from './templates.service.ts';
+import type { Database } from '../../db/index.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
 import { Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { inTransaction } from '../../db/executor.ts';
 import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import { authOf } from '../../http/plugins/auth.ts';
@@ -14,11 +16,18 @@ import {
   UpdateTemplateBody,
 } from './templates.schema.ts';
 
+/** What the template routes need. */
+export interface TemplateRoutesDeps {
+  templates: TemplatesService;
+  idempotency: IdempotencyService;
+  database: Database;
+}
+
 const SCOPE = ['manage:templates'] as const;
 const TAGS = ['Templates'];
 
 /** The template use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
-export const TEMPLATES: CrudResource<typeof CreateTemplateBody, typeof UpdateTemplateBody> = {
+export const TEMPLATES: CrudResource<typeof CreateTemplateBody, typeof UpdateTemplateBody, TemplateRoutesDeps> = {
   createBody: CreateTemplateBody,
   updateBody: UpdateTemplateBody,
   create: async (c, caller, input) => {
@@ -30,7 +39,7 @@ export const TEMPLATES: CrudResource<typeof CreateTemplateBody, typeof UpdateTem
 };
 
 /** /v1/templates (docs/api.md "Templates", docs/templates.md). */
-export function registerTemplateRoutes(app: TypedApp, c: Container) {
+export function registerTemplateRoutes(app: TypedApp, c: TemplateRoutesDeps) {
   app.addSchema(TemplateVersion);
   registerCrudRoutes(app, c, {
     ...TEMPLATES,

@@ -1,4 +1,4 @@
-import type { RecipientHandler } from '../../smtp/recipient-handler.ts';
+import type { RecipientHandler } from '../../mail/recipient-handler.ts';
 import { deriveTokenKey, verifyToken } from './token.ts';
 import type { TrackingService } from './tracking.service.ts';
 

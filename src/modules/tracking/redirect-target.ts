@@ -1,5 +1,5 @@
 /**
- * The `Location` of a click's redirect (issue 31, item 9). A tracked link's URL is the href as
+ * The `Location` of a click's redirect. A tracked link's URL is the href as
  * written in the html, entities decoded, so it may hold CR, LF, other controls, spaces or
  * characters outside Latin-1 (`https://shop.example/caf&#233;&#10;`, `https://例え.jp/パス`).
  * Such a header value made Node refuse the response: the click answered 500.

@@ -157,7 +157,7 @@ const sets = new WeakMap<readonly string[], { key: Uint8Array; set: TokenSet; st
 /**
  * True when two token keys hold the same bytes. A render thread gets the plan by structured clone
  * with every message, so its key is a new Uint8Array each time: comparing by identity rebuilt the
- * TokenSet for every message (~9 us of a tracked render, issue 16). Not constant-time: both are
+ * TokenSet for every message (~9 us of a tracked render). Not constant-time: both are
  * our own key, nothing a client sent.
  */
 function sameKey(a: Uint8Array, b: Uint8Array): boolean {

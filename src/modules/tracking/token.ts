@@ -14,7 +14,7 @@
  * The key is derived from the master key with HKDF (info `postyard tracking token v1`), so it
  * signs nothing else and leaking one token key reveals nothing about the master key.
  *
- * Version 3 (what the renderer signs since issue 16's render profile): one HMAC per message
+ * Version 3 (what the renderer signs since the render-cost work): one HMAC per message
  * instead of one per token. A message's ~21 tokens cost 21 HMAC-SHA256 (each a key schedule of
  * two SHA-256 blocks plus the payload) and were the largest cost tracking added to a render; now
  * the message key is one HMAC, and every tag of the message is one AES block of one cipher call.
@@ -224,7 +224,7 @@ export class TokenSet {
    * The message's tokens as one base64url text: token n starts at `starts()[n]` and is as long
    * as sign's token n (what TokenSet signs for every message of a shared body has one length).
    * The id and tags are copied a byte at a time: 16-byte Buffer.copy calls (two per token) cost
-   * more in call overhead than the bytes (a few us per message of 21 tokens, issue 16).
+   * more in call overhead than the bytes (a few us per message of 21 tokens).
    */
   signText(key: Uint8Array, messageId: Buffer): string {
     const buf = Buffer.from(this.template);

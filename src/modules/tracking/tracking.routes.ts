@@ -1,3 +1,8 @@
+import type { RateLimiter } from '../../rate-limit/rate-limiter.ts';
+import type { Registry } from 'prom-client';
+import type { DomainsService } from '../domains/domains.service.ts';
+import type { Database } from '../../db/index.ts';
+import type { Config } from '../../config.ts';
 /**
  * Tracking routes (docs/tracking.md). Public, no API key: `GET /o/<token>` (open pixel),
  * `GET /c/<token>` (click: 302 to the link's URL, carried by the token or named by it: token.ts),
@@ -12,7 +17,6 @@ import { mailMetrics } from '../../metrics/mail-metrics.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Container } from '../../container.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { addressBudgetKey } from '../../lib/client-address.ts';
@@ -20,9 +24,22 @@ import { publicHostOf } from '../domains/tracking-host.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { getTrackingSettings, patchTrackingSettings } from './settings.ts';
 import { deriveTokenKey, type TokenKind, type TrackingToken, verifyToken } from './token.ts';
-import { type ClientInfo, type HonouredTenants, messageTenant } from './tracking.service.ts';
+import { type ClientInfo, type HonouredTenants, messageTenant, type TrackingService } from './tracking.service.ts';
 import { unsubscribeDonePage, unsubscribePage } from './unsubscribe-page.ts';
 import { redirectTarget } from './redirect-target.ts';
+
+/** What the tracking routes (opens, clicks, unsubscribes, tracking settings) need. */
+export interface TrackingRoutesDeps {
+  config: Pick<Config, 'publicUrl' | 'trackingRateLimitBurst' | 'trackingRateLimitRps'>;
+  database: Database;
+  domains: Pick<DomainsService, 'trackingHosts'>;
+  masterKey: Buffer;
+  metrics: Registry;
+  rateLimiter: Pick<RateLimiter, 'check'>;
+  tracking: TrackingService;
+  /** The accept path's cache of tracking defaults (the transmissions service's). */
+  transmissions: { trackingDefaults: { forget(tenantId: string): void } };
+}
 
 /** A transparent 1x1 GIF (43 bytes). */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
@@ -49,7 +66,7 @@ function notFound(reply: FastifyReply) {
   return reply.code(404).header('Cache-Control', 'no-store').type('text/plain; charset=utf-8').send('Not Found');
 }
 
-export async function registerTrackingRoutes(app: TypedApp, c: Container): Promise<void> {
+export async function registerTrackingRoutes(app: TypedApp, c: TrackingRoutesDeps): Promise<void> {
   const key = deriveTokenKey(c.masterKey);
   const tracking = c.tracking;
   const counted = mailMetrics(c.metrics).trackingEvents;

@@ -1,3 +1,4 @@
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import type { Executor } from '../../db/executor.ts';
 import { getTrackingSettings, type TrackingSettings } from '../tracking/settings.ts';
 
@@ -5,7 +6,7 @@ import { getTrackingSettings, type TrackingSettings } from '../tracking/settings
  * The tenants' tracking defaults as the accept path reads them, kept for a few seconds.
  *
  * Every accept needs its tenant's defaults (src/modules/tracking/settings.ts); on PostgreSQL each
- * read is a round trip that a whole group-commit batch waits for before its INSERT (issue 19).
+ * read is a round trip that a whole group-commit batch waits for before its INSERT.
  * The defaults change rarely and only through PATCH /v1/tracking-settings, which calls
  * `forget` in this process once its UPDATE has committed, so this node's next accept reads the
  * new value. Other nodes keep theirs until it expires: an accept on another node may apply
@@ -14,15 +15,17 @@ import { getTrackingSettings, type TrackingSettings } from '../tracking/settings
  *
  * The cache holds the read's promise, so the accepts that miss at the same time share one read;
  * a failed read is dropped at once and the next accept asks again. Bounded: past `max` tenants
- * the oldest entry goes (Map keeps insertion order).
+ * the least recently used entry goes.
  */
 export class TrackingSettingsCache {
-  private readonly entries = new Map<string, { value: Promise<TrackingSettings>; expires: number }>();
+  private readonly entries: BoundedCache<string, { value: Promise<TrackingSettings>; expires: number }>;
 
   constructor(
     private readonly ttlMs = 5_000,
-    private readonly max = 10_000,
-  ) {}
+    max = 10_000,
+  ) {
+    this.entries = new BoundedCache(max);
+  }
 
   get(db: Executor, tenantId: string): Promise<TrackingSettings> {
     const now = Date.now();
@@ -32,10 +35,6 @@ export class TrackingSettingsCache {
     const value = getTrackingSettings(db, tenantId);
     const entry = { value, expires: now + this.ttlMs };
     this.entries.set(tenantId, entry);
-    if (this.entries.size > this.max) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
     value.catch(() => {
       // Only this entry: a newer one (after forget) stays.
       if (this.entries.get(tenantId) === entry) this.entries.delete(tenantId);

@@ -1,4 +1,8 @@
-import type { Container } from '../../container.ts';
+import type { TransmissionsService } from './transmissions.service.ts';
+import type { TemplateForSend } from '../content/send-content.ts';
+import type { TenantsService } from '../tenants/tenants.service.ts';
+import type { GroupCommit } from '../../db/group-commit.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
 import { replyIdempotent } from '../../http/idempotent.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
@@ -9,9 +13,19 @@ import { AcceptedTransmission, MessageView, TransmissionBody, TransmissionView }
 import { validateTransmission } from './transmissions.validate.ts';
 import { GET_DOCS, MESSAGE_DOCS, SEND_DOCS } from './transmissions.examples.ts';
 
+/** What the transmission routes need. */
+export interface TransmissionRoutesDeps {
+  groupCommit: GroupCommit;
+  idempotency: IdempotencyService;
+  tenants: Pick<TenantsService, 'getCached'>;
+  /** Stored templates, as sending reads them (the templates module's service). */
+  templates: { forSend(tenantId: string, id: string, useDraft: boolean): Promise<TemplateForSend | null> };
+  transmissions: TransmissionsService;
+}
+
 const READ_SCOPES = ['send:transmissions', 'read:events'] as const;
 
-export function registerTransmissionRoutes(app: TypedApp, c: Container) {
+export function registerTransmissionRoutes(app: TypedApp, c: TransmissionRoutesDeps) {
   app.post(
     '/v1/transmissions',
     {
@@ -29,7 +43,7 @@ export function registerTransmissionRoutes(app: TypedApp, c: Container) {
       const auth = authOf(req);
       const tenant = await c.tenants.getCached(auth.tenantId);
       // Parsing and schema checks of a big body ran just before, in the same stretch: let the
-      // event loop breathe before the semantic checks (issue 13: 10,000 recipients).
+      // event loop breathe before the semantic checks (10,000 recipients).
       if (Number(req.headers['content-length'] ?? 0) > BIG_BODY_BYTES) await yieldToLoop();
       const { template_id: templateId, use_draft: useDraft } = req.body.content;
       const template =

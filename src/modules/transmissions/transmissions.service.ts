@@ -24,11 +24,11 @@ import type { AcceptedTransmission, MessageView, TransmissionView } from './tran
 import { parseStoredContent } from '../content/stored-content.ts';
 import { TrackingSettingsCache } from './tracking-cache.ts';
 import type { AcceptInput } from './transmissions.validate.ts';
+import type { SenderPolicy } from '../domains/sender-policy.ts';
 
 export type AcceptResult = Static<typeof AcceptedTransmission>;
 
-/** Checks that every sender domain may be used by the tenant; throws AppError otherwise. */
-export type SenderPolicy = (db: Executor, tenantId: string, senderDomains: readonly string[]) => Promise<void>;
+export type { SenderPolicy };
 
 /** `options.ip_pool` (id or name) -> the pool's id; throws a 422 for an unknown pool (modules/ip-pools). */
 export type PoolResolver = (db: Executor, tenantId: string, ref: string) => Promise<string>;

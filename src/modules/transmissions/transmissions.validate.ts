@@ -130,7 +130,7 @@ export async function validateTransmission(
   }
 
   const recipients: AcceptRecipient[] = [];
-  // Up to 10,000 recipients: paced, so the event loop gets turns in between (issue 13, item 9).
+  // Up to 10,000 recipients: paced, so the event loop gets turns in between.
   for (const [i, r] of body.recipients.entries()) {
     const email = r.email.trim();
     if (!isValidEmail(email)) problems.push({ field: `recipients[${i}].email`, message: 'not a valid email address' });

@@ -1,4 +1,6 @@
-import type { Container } from '../../container.ts';
+import type { WarmupPoliciesService } from './warmup.service.ts';
+import type { Database } from '../../db/index.ts';
+import type { IdempotencyService } from '../../idempotency/idempotency.service.ts';
 import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import {
@@ -10,8 +12,15 @@ import {
 } from './warmup.examples.ts';
 import { CreateWarmupBody, UpdateWarmupBody, WarmupPolicy } from './warmup.schema.ts';
 
+/** What the warmup policy routes need. */
+export interface WarmupRoutesDeps {
+  warmupPolicies: WarmupPoliciesService;
+  idempotency: IdempotencyService;
+  database: Database;
+}
+
 /** The warmup-policy use cases the /v1 routes call (http/crud-routes.ts). */
-const WARMUP_POLICIES: CrudResource<typeof CreateWarmupBody, typeof UpdateWarmupBody> = {
+const WARMUP_POLICIES: CrudResource<typeof CreateWarmupBody, typeof UpdateWarmupBody, WarmupRoutesDeps> = {
   createBody: CreateWarmupBody,
   updateBody: UpdateWarmupBody,
   create: async (c, caller, input) => (db) => c.warmupPolicies.create(db, caller.tenantId, input),
@@ -19,7 +28,7 @@ const WARMUP_POLICIES: CrudResource<typeof CreateWarmupBody, typeof UpdateWarmup
 };
 
 /** /v1/warmup-policies (docs/api.md "Warmup policies", docs/ip-pools.md "Warmup"). */
-export function registerWarmupRoutes(app: TypedApp, c: Container) {
+export function registerWarmupRoutes(app: TypedApp, c: WarmupRoutesDeps) {
   registerCrudRoutes(app, c, {
     ...WARMUP_POLICIES,
     path: '/v1/warmup-policies',

@@ -7,7 +7,7 @@ import { nowIso } from '../../lib/clock.ts';
 import { AppError, notFound, validationError } from '../../lib/errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { CursorCodec, Page } from '../../lib/pagination.ts';
-import { bumpRoutingGeneration } from '../ip-pools/routing-generation.ts';
+import { bumpRoutingGeneration } from '../../db/routing-generation.ts';
 import type { CreateWarmupInput, UpdateWarmupInput, WarmupPolicyView, WarmupStage } from './warmup.schema.ts';
 
 /** The resource as name_taken names it. */

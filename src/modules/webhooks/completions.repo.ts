@@ -52,7 +52,7 @@ export async function applyCompletions(
     else removals.set(w.webhookId, [w.unit.id]);
   }
   await database.db.transaction().execute(async (trx) => {
-    await relaxed(trx, database);
+    await relaxed(trx);
     for (const [webhookId, ids] of removals) await runSql(trx, SQL.deleteUnits, [webhookId, ids]);
     const byWebhook = new Map<string, { lastOk: boolean; failSince: string | null; at: string; gone: boolean }>();
     const splits: WebhookQueueTable[] = [];

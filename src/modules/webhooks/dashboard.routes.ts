@@ -1,5 +1,5 @@
+import type { WebhookRoutesDeps } from './webhooks.routes.ts';
 import { Type } from '@sinclair/typebox';
-import type { Container } from '../../container.ts';
 import { registerSessionCrudRoutes } from '../../http/crud-routes.ts';
 import { SESSION_ROUTE, sessionTenant } from '../../http/dashboard-session.ts';
 import type { TypedApp } from '../../http/route-module.ts';
@@ -7,7 +7,7 @@ import { IdParams, PageQuery, pageQuery } from '../../http/schemas.ts';
 import { WEBHOOKS } from './webhooks.routes.ts';
 
 /** The dashboard's webhooks page: the /v1/webhooks use cases, authenticated by the session. */
-export function registerWebhookDashboardRoutes(app: TypedApp, c: Container) {
+export function registerWebhookDashboardRoutes(app: TypedApp, c: WebhookRoutesDeps) {
   const P = '/dashboard/api/webhooks';
   const config = SESSION_ROUTE;
   registerSessionCrudRoutes(app, c, WEBHOOKS, P, ['list', 'create', 'update', 'delete']);

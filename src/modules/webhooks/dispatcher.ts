@@ -30,7 +30,7 @@ import {
 import { BACK_OFF_STATUSES, CLAIM_AHEAD, type DispatcherOptions, type Lane } from './lane.ts';
 import type { RegistrySnapshot, WebhookRegistry } from './registry.ts';
 import type { WebhookSender } from './sender.ts';
-import { countWebhookPost } from '../../metrics/mail-metrics.ts';
+import { countWebhookPost } from './webhook-metrics.ts';
 
 export type { DispatcherOptions };
 export { RETRY_SCHEDULE_MS };

@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import { isPostgres } from '../../db/dialect.ts';
 import type { Database } from '../../db/index.ts';
 import { isoAt } from '../../lib/clock.ts';
 import type { EventBodyCache } from './event-cache.ts';
@@ -101,7 +100,7 @@ export class FanOutLoop {
     }
     for (const n of queued.values()) this.queuedSinceAnalyze += n;
     if (queued.size) this.hooks.onQueued(queued);
-    if (isPostgres(this.database) && this.queuedSinceAnalyze >= 10_000 && Date.now() - this.lastAnalyze > 30_000) {
+    if (this.queuedSinceAnalyze >= 10_000 && Date.now() - this.lastAnalyze > 30_000) {
       this.queuedSinceAnalyze = 0;
       this.lastAnalyze = Date.now();
       await analyzeQueue(this.database);

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import { insertMany } from '../../db/batch.ts';
-import { isPostgres, runSql } from '../../db/dialect.ts';
+import { runSql } from '../../db/dialect.ts';
+import { commitWithoutFlush, refreshStatistics } from '../../db/tuning.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/index.ts';
 import type { EventsTable, WebhookQueueTable } from '../../db/schema.ts';
@@ -30,8 +30,8 @@ export const SINGLE_UNIT_EVENTS = 16;
  * at worst delivered twice), and waiting for an fsync per claim would cap throughput at the
  * disk's flush rate. The API's own commits (accepting mail) keep full durability.
  */
-export async function relaxed(trx: Executor, database: Database): Promise<void> {
-  if (isPostgres(database)) await sql`set local synchronous_commit = off`.execute(trx);
+export async function relaxed(trx: Executor): Promise<void> {
+  await commitWithoutFlush(trx);
 }
 
 /** A subscribed webhook as fan-out needs it. */
@@ -64,7 +64,7 @@ export async function fanOut(
   routed: { id: string; body: string; webhookIds: string[] }[];
 }> {
   return database.db.transaction().execute(async (trx) => {
-    await relaxed(trx, database);
+    await relaxed(trx);
     // Two plain statements rather than a join: with a join the planner may merge-scan the
     // events index from its start on every round (the outbox is consumed from the front).
     const outbox = await runSql<{ event_id: string; tenant_id: string }>(trx, SQL.outboxFront, [limit]);
@@ -199,5 +199,5 @@ export async function releaseClaims(db: Executor, holder: string, now: string): 
  * sorts the whole backlog for every claim instead of reading the first rows of the index.
  */
 export async function analyzeQueue(database: Database): Promise<void> {
-  if (isPostgres(database)) await sql`analyze webhook_queue`.execute(database.db);
+  await refreshStatistics(database.db, 'webhook_queue');
 }

@@ -125,7 +125,7 @@ export const SQL = {
   }),
   /**
    * [holder, now]: every unit `holder` still holds, due again at once with no attempt counted: a
-   * node stopping (queue.repo.ts releaseClaims), or a dead run of one (src/jobs/release-claims.ts).
+   * node stopping (queue.repo.ts releaseClaims), or a dead run of one (src/release-claims.ts).
    */
   releaseHolder: dialectSql({
     sqlite:

@@ -42,7 +42,7 @@ export async function checkTargetAddress(url: URL): Promise<UrlCheck> {
       : { ok: true };
   }
   // One answer for a name that resolves to a forbidden address and one that does not resolve:
-  // neither the address an internal name has nor whether it exists is told (issue 31, item 9).
+  // neither the address an internal name has nor whether it exists is told.
   return new Promise((resolve) => {
     guardedLookup(host, { all: true }, (err) => {
       if (!err) return resolve({ ok: true });

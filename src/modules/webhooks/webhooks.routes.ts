@@ -1,11 +1,12 @@
+import type { WebhooksService } from './webhooks.service.ts';
+import type { Database } from '../../db/index.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Container } from '../../container.ts';
 import { type CrudResource, registerCrudRoutes } from '../../http/crud-routes.ts';
 import { authOf } from '../../http/plugins/auth.ts';
 import type { TypedApp } from '../../http/route-module.ts';
 import { errorResponses, IdempotencyHeader, IdParams, PageQuery, pageOf, pageQuery } from '../../http/schemas.ts';
-import type { IdempotentResult } from '../idempotency/idempotency.service.ts';
+import type { IdempotencyService, IdempotentResult } from '../../idempotency/idempotency.service.ts';
 import {
   CreatedWebhook,
   CreateWebhookBody,
@@ -16,6 +17,13 @@ import {
   Webhook,
 } from './webhooks.schema.ts';
 
+/** What the webhook routes (/v1 and dashboard) need. */
+export interface WebhookRoutesDeps {
+  webhooks: WebhooksService;
+  idempotency: IdempotencyService;
+  database: Database;
+}
+
 const SCOPE = ['manage:webhooks'] as const;
 const TAGS = ['Webhooks'];
 
@@ -24,7 +32,7 @@ const TAGS = ['Webhooks'];
  * outbound HTTP call of up to 10 s; inside a transaction it would block SQLite's only connection).
  */
 async function replyIdempotentOutside(
-  c: Container,
+  c: WebhookRoutesDeps,
   req: FastifyRequest,
   reply: FastifyReply,
   effect: () => Promise<IdempotentResult>,
@@ -47,7 +55,7 @@ async function replyIdempotentOutside(
 }
 
 /** The webhook use cases the /v1 and dashboard routes share (http/crud-routes.ts). */
-export const WEBHOOKS: CrudResource<typeof CreateWebhookBody, typeof UpdateWebhookBody> = {
+export const WEBHOOKS: CrudResource<typeof CreateWebhookBody, typeof UpdateWebhookBody, WebhookRoutesDeps> = {
   createBody: CreateWebhookBody,
   updateBody: UpdateWebhookBody,
   create: async (c, caller, input) => {
@@ -58,7 +66,7 @@ export const WEBHOOKS: CrudResource<typeof CreateWebhookBody, typeof UpdateWebho
   service: (c) => c.webhooks,
 };
 
-export function registerWebhookRoutes(app: TypedApp, c: Container) {
+export function registerWebhookRoutes(app: TypedApp, c: WebhookRoutesDeps) {
   registerCrudRoutes(app, c, {
     ...WEBHOOKS,
     path: '/v1/webhooks',

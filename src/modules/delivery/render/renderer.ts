@@ -37,7 +37,7 @@ export interface TransmissionForDelivery {
   /**
    * The transmission has one recipient: its message is composed on its own, never through a
    * shared body (shared-body.ts), which would be composed for that one message and then kept by
-   * the render thread where nothing reads it again (issue 31 item 8).
+   * the render thread where nothing reads it again.
    */
   single?: boolean;
 }
@@ -103,7 +103,7 @@ export interface RenderedMessage {
 /**
  * Bytes as a Buffer over the same memory. A Buffer sent to a render thread arrives as a plain
  * Uint8Array, whose toString() is "70,114,111,..." rather than the text: every byte-level read
- * on the render path must go through here (issue 13, item 4: Date and Message-ID were added a
+ * on the render path must go through here (Date and Message-ID were added a
  * second time because ensureHeaders could not find them in that string).
  */
 export function asBuffer(bytes: Uint8Array): Buffer {

@@ -54,7 +54,7 @@ describe('shared bodies', () => {
     for (const to of cases) expect(await fromSharedBody('tx-2', to, 'm@mail.example.com', () => shared)).toBeNull();
   });
 
-  // Fair claims take a few messages of each of many tenants in turn (issue 18): with 1,000
+  // Fair claims take a few messages of each of many tenants in turn: with 1,000
   // transmissions in rotation, a cache of the last 64 composed every one again on each turn.
   it('composes each of 1,000 transmissions sent in turn once, not once per turn', async () => {
     const composed = new Map<string, number>();
@@ -173,7 +173,7 @@ describe('renderMessage with a shared body', () => {
     }
   });
 
-  // Issue 31 item 8: a body composed for a transmission's only message was kept where nothing
+  // A body composed for a transmission's only message was kept where nothing
   // read it again (4,096 of them, ~14 MB of a render thread's heap, in the PostgreSQL soak).
   it('composes the message of a one-recipient transmission on its own and keeps no shared body for it', async () => {
     clearSharedBodies();

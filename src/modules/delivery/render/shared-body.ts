@@ -48,7 +48,7 @@ export interface SharedBodyParts {
 /**
  * The message: `head` (its header block with the signature and the blank line), then its body,
  * in one allocation. For tracked mail that is one copy of the shared body with the tokens written
- * over it, not a patched copy copied again into the message (issue 16).
+ * over it, not a patched copy copied again into the message.
  */
 export function messageBytes(parts: SharedBodyParts, head: Buffer): Buffer {
   if (!parts.writeBody) return Buffer.concat([head, parts.body]);
@@ -97,7 +97,7 @@ const PLACEHOLDER_ID = 'message@placeholder.invalid';
 /**
  * How many shared bodies a render thread keeps, and their bytes at most (body, relaxed copy, header
  * lines), least recently used dropped first. A count alone (it was 64, oldest first) did not
- * survive fair claims (issue 18): a claim takes a few messages from each of 32 tenants in turn,
+ * survive fair claims: a claim takes a few messages from each of 32 tenants in turn,
  * so with 1,000 tenants sending one transmission each, a transmission came back after ~1,000
  * others and was composed again every time: a third of every render, 620 msgs/s against 970 with
  * the bodies kept (docs/benchmarks.md "Session 14"). Bytes bound the memory instead: 64 bodies
@@ -228,7 +228,7 @@ function toRuns(occurrences: number[][]): number[] {
 /**
  * Writes the replacement's characters (`src` from `at`: token characters, ASCII) over each run of `runs`
  * (toRuns) in `buf`, whose offsets start at `base`. A byte loop: a message's ~21 tokens are ~42 short writes (body and relaxed
- * body), and a Buffer.write call each cost more in call overhead than the bytes (issue 16).
+ * body), and a Buffer.write call each cost more in call overhead than the bytes.
  */
 function patch(buf: Buffer, runs: number[], src: string, at: number, base = 0): void {
   for (let k = 0; k < runs.length; k += 3) {

@@ -100,7 +100,7 @@ describe('tracked shared bodies', () => {
 
   it('lays the tokens out once per body when every message brings its own copy of the plan (render threads)', async () => {
     // A render thread gets the plan by structured clone with each message: a new key object every
-    // time, the same bytes. The token layout must still be made once, not per message (issue 16).
+    // time, the same bytes. The token layout must still be made once, not per message.
     const built = tokenSetsBuilt.count;
     for (const email of ['ann@example.net', 'bob@example.net', 'carol@example.org']) {
       const own = structuredClone(plan);

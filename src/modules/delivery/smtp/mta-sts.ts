@@ -18,6 +18,7 @@
  *   1 minute respectively so busy domains do not cost a lookup per batch.
  * - Answers are values with a `note` for the attempt transcript; nothing is thrown.
  */
+import { BoundedCache } from '../../../lib/bounded-cache.ts';
 import { type LookupAddress, promises as dnsPromises } from 'node:dns';
 import type { SecureContext } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
@@ -65,7 +66,7 @@ const HOST_NAME = /^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,
 export class MtaStsResolver {
   private readonly resolver: dnsPromises.Resolver;
   private readonly agent: Agent;
-  private readonly cache = new Map<string, Entry>();
+  private readonly cache: BoundedCache<string, Entry>;
   private readonly inflight = new Map<string, Promise<PolicyLookup>>();
   private readonly now: () => number;
 
@@ -73,6 +74,7 @@ export class MtaStsResolver {
     this.resolver = new dnsPromises.Resolver({ timeout: 5000, tries: 2 });
     if (o.servers?.length) this.resolver.setServers(o.servers);
     this.now = o.now ?? Date.now;
+    this.cache = new BoundedCache(o.cacheMaxEntries ?? 10_000);
     const lookup: AllLookup = (hostname, _options, callback) => {
       this.addresses(hostname).then(
         (list) => callback(null, list),
@@ -201,14 +203,7 @@ export class MtaStsResolver {
   }
 
   private store(domain: string, entry: Entry): void {
-    this.cache.delete(domain);
     this.cache.set(domain, entry);
-    const max = this.o.cacheMaxEntries ?? 10_000;
-    while (this.cache.size > max) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest === undefined) break;
-      this.cache.delete(oldest);
-    }
   }
 }
 

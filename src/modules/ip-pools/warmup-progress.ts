@@ -1,8 +1,8 @@
 import type { Executor } from '../../db/executor.ts';
-import { poolAddresses, tenantPools } from '../ip-pools/ip-pools.repo.ts';
-import type { AddressRules } from '../ip-pools/source-addresses.ts';
-import { stageFor, utcDay, warmupStatus } from './ledger.ts';
-import type { WarmupStage } from './warmup.schema.ts';
+import { poolAddresses, tenantPools } from './ip-pools.repo.ts';
+import type { AddressRules } from './source-addresses.ts';
+import { stageFor, utcDay, warmupStatus } from '../warmup/ledger.ts';
+import type { WarmupStage } from '../warmup/warmup.schema.ts';
 
 export interface WarmupProgressRow {
   pool_id: string;

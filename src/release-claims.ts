@@ -1,15 +1,9 @@
-import { runSqlCount } from '../db/dialect.ts';
-import type { Executor } from '../db/executor.ts';
-import { isoAt } from '../lib/clock.ts';
-import { RELEASE_HOLDER } from '../modules/outcomes/queue.sql.ts';
-import { SQL as WEBHOOK_QUEUE_SQL } from '../modules/webhooks/queue.sql.ts';
-
-export interface Released {
-  messages: number;
-  idempotencyKeys: number;
-  webhookUnits: number;
-  leases: number;
-}
+import { runSqlCount } from './db/dialect.ts';
+import type { Executor } from './db/executor.ts';
+import type { Released } from './jobs/node-registry.ts';
+import { isoAt } from './lib/clock.ts';
+import { RELEASE_HOLDER } from './modules/outcomes/queue.sql.ts';
+import { SQL as WEBHOOK_QUEUE_SQL } from './modules/webhooks/queue.sql.ts';
 
 /**
  * Gives back everything `holder` (one run of a node: NodeSelf.holder) had claimed, once that run
@@ -17,6 +11,7 @@ export interface Released {
  * once (no attempt counted, as a lease running out would do), its Idempotency-Key claims may be
  * taken over by the next retry (the fingerprint stays, so a different body is still refused), its
  * webhook units and periodic-job leases are free. Run inside the caller's transaction.
+ * It knows every queue, so it stands beside roles.ts, which hands it to the node membership.
  */
 export async function releaseClaimsOf(db: Executor, holder: string, nowMs = Date.now()): Promise<Released> {
   const now = isoAt(nowMs);

@@ -1,5 +1,5 @@
-import { BoundedCache } from '../../lib/bounded-cache.ts';
-import { addressBudgetKey } from '../../lib/client-address.ts';
+import { BoundedCache } from '../lib/bounded-cache.ts';
+import { addressBudgetKey } from '../lib/client-address.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 
 /** Which door a credential was tried at; each has its own budget per client address. */

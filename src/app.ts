@@ -1,29 +1,30 @@
-import './types.ts';
+import './http/types.ts';
 import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import type { Container } from '../container.ts';
-import { AppError } from '../lib/errors.ts';
-import { FEATURE_MODULES } from '../modules/index.ts';
-import { installErrorHandler, sendError } from './error-handler.ts';
-import type { RouteModule } from './route-module.ts';
-import { lazySerializerFactory, lazyValidator, SchemaWarmers } from './lazy-schemas.ts';
-import { installInputGuard } from './input-guard.ts';
-import { httpServerOptions } from './server-options.ts';
-import { installAuth } from './plugins/auth.ts';
-import { installMetrics } from './plugins/metrics.ts';
-import { installOpenApi } from './openapi/index.ts';
-import { installRateLimit } from './plugins/rate-limit.ts';
-import { genRequestId } from './plugins/request-id.ts';
-import { ErrorBody } from './schemas.ts';
-import { registerTenantLimitCache } from './tenant-limits.ts';
+import type { Container } from './container.ts';
+import { AppError } from './lib/errors.ts';
+import { FEATURE_MODULES } from './modules/index.ts';
+import { webhooksDoc } from './modules/webhooks/webhooks.openapi.ts';
+import { installErrorHandler, sendError } from './http/error-handler.ts';
+import type { RouteModule } from './http/route-module.ts';
+import { lazySerializerFactory, lazyValidator, SchemaWarmers } from './http/lazy-schemas.ts';
+import { installInputGuard } from './http/input-guard.ts';
+import { httpServerOptions } from './http/server-options.ts';
+import { installAuth } from './http/plugins/auth.ts';
+import { installMetrics } from './http/plugins/metrics.ts';
+import { installOpenApi } from './http/openapi/index.ts';
+import { installRateLimit } from './http/plugins/rate-limit.ts';
+import { genRequestId } from './http/plugins/request-id.ts';
+import { ErrorBody } from './http/schemas.ts';
+import { registerTenantLimitCache } from './http/tenant-limits.ts';
 
 export type App = FastifyInstance;
 
 /** Feature routes are listed in src/modules/index.ts (FEATURE_MODULES), not here. */
-export type { RouteModule } from './route-module.ts';
+export type { RouteModule } from './http/route-module.ts';
 
 function makeAjv(coerce: boolean) {
   // Bodies are never coerced ("5" stays a string and fails an integer rule); queries are.
@@ -53,7 +54,7 @@ export function warmRouteSchemas(app: App, routes: readonly string[] = HOT_ROUTE
 }
 
 /** Builds the HTTP app without listening (tests use inject; main.ts listens). */
-export async function buildApp(c: Container, extraModules: RouteModule[] = []): Promise<App> {
+export async function buildApp(c: Container, extraModules: RouteModule<Container>[] = []): Promise<App> {
   const warmers = new SchemaWarmers();
   const app = Fastify({
     loggerInstance: c.logger as FastifyBaseLogger,
@@ -99,8 +100,9 @@ export async function buildApp(c: Container, extraModules: RouteModule[] = []): 
 
   installErrorHandler(app, c.metrics);
   app.addSchema(ErrorBody);
-  // The OpenAPI document and the /docs reference page (src/http/openapi/).
-  await installOpenApi(app);
+  // The OpenAPI document and the /docs reference page (src/http/openapi/); the events a webhook
+  // receives are the webhooks module's to describe.
+  await installOpenApi(app, { webhooks: webhooksDoc });
   await app.register(multipart, {
     limits: { fileSize: c.config.importLimitBytes, files: 1, fields: 10, parts: 20 },
   });

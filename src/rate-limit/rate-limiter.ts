@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import { dialectSql, runSql, sqliteFromNumbered } from '../../db/dialect.ts';
-import type { Database } from '../../db/index.ts';
-import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { dialectSql, runSql, sqliteFromNumbered } from '../db/dialect.ts';
+import type { Database } from '../db/index.ts';
+import { BoundedCache } from '../lib/bounded-cache.ts';
 
 export interface RateDecision {
   allowed: boolean;

@@ -1,7 +1,7 @@
 import { CompiledQuery } from 'kysely';
-import type { Executor } from '../../db/executor.ts';
-import { isPostgres } from '../../db/dialect.ts';
-import { uuidFloor } from './events.query.ts';
+import type { Executor } from './executor.ts';
+import { isPostgres } from './dialect.ts';
+import { uuidFloor } from '../lib/ids.ts';
 
 /**
  * Daily partitions of `events` (by created_at) and `event_tags` (by event_id, whose UUIDv7
@@ -136,4 +136,9 @@ export async function dropExpiredPartitions(db: Executor, cutoff: string): Promi
     dropped.push(isoDay(lo));
   }
   return dropped;
+}
+
+/** Whether `events` is partitioned by day (PostgreSQL, migration 017); SQLite keeps one table. */
+export function eventsArePartitioned(db: Executor): boolean {
+  return isPostgres(db);
 }

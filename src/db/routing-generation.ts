@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/executor.ts';
+import type { Executor } from './executor.ts';
 
 /**
  * The routing generation (migration 021): one counter, bumped in the transaction of every change

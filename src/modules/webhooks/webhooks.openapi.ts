@@ -3,7 +3,7 @@
  * to a webhook URL (docs/webhooks.md): the Standard Webhooks headers, the event (or a batch of
  * events), an example of each type's `data`, and what the receiver's answer means.
  */
-import { EVENT_TYPES, type EventType } from '../../modules/events/events.types.ts';
+import { EVENT_TYPES, type EventType } from '../events/events.types.ts';
 
 const TENANT = '0193a5b2-1111-7d4a-9f3b-2c8e4d6a1b90';
 const TRANSMISSION = '0193a5b2-2222-7d4a-9f3b-2c8e4d6a1b90';

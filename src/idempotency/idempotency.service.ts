@@ -1,11 +1,11 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/index.ts';
-import type { DB } from '../../db/schema.ts';
-import { canonicalJsonPaced } from '../../lib/canonical-json.ts';
-import { isoAt } from '../../lib/clock.ts';
-import { sha256Hex } from '../../lib/crypto.ts';
-import { AppError } from '../../lib/errors.ts';
-import { Pacer } from '../../lib/pacer.ts';
+import type { Database } from '../db/index.ts';
+import type { DB } from '../db/schema.ts';
+import { canonicalJsonPaced } from '../lib/canonical-json.ts';
+import { isoAt } from '../lib/clock.ts';
+import { sha256Hex } from '../lib/crypto.ts';
+import { AppError } from '../lib/errors.ts';
+import { Pacer } from '../lib/pacer.ts';
 
 export interface IdempotentResult {
   status: number;

@@ -1,4 +1,4 @@
-import type { Database } from '../db/index.ts';
+import type { Database } from './index.ts';
 import { isoAt } from '../lib/clock.ts';
 
 /**
