@@ -116,6 +116,11 @@ export interface MessagesTable {
   priority?: number;
   /** The source address of the first attempt (migration 014); retries keep it. */
   source_address?: string | null;
+  /**
+   * How a group message addressed this recipient (`to`, `cc`, `bcc`; migration 023); null for
+   * a message that is not part of a group message.
+   */
+  recipient_role?: 'to' | 'cc' | 'bcc' | null;
 }
 
 export interface DeliveryAttemptsTable {
@@ -151,6 +156,8 @@ export interface EventsTable {
   tags: string;
   metadata: string;
   data: string;
+  /** The recipient's role when the message is part of a group message (migration 023), else null. */
+  role?: string | null;
 }
 
 export interface WebhooksTable {

@@ -17,6 +17,7 @@ import { toCrlf } from '../lib/line-ends.ts';
 import type { AcceptResult } from '../modules/transmissions/transmissions.service.ts';
 import type { AcceptInput } from '../modules/transmissions/transmissions.validate.ts';
 import { applyTemplateToSubmission } from '../modules/content/send-content.ts';
+import type { GroupAddress, GroupHeaders, RecipientRole } from '../modules/content/stored-content.ts';
 import {
   countHeader,
   findHeader,
@@ -118,6 +119,37 @@ function senderIdentity(h: MessageHeaders): { from: Mailbox; domains: string[] }
 }
 
 /**
+ * How each envelope recipient was addressed, for its message row and events (the message itself
+ * is delivered as written): named in To, in Cc, or in neither (bcc). Only a group message has
+ * roles, as in the API: one with a Cc or Bcc header, or with an envelope recipient that no To or
+ * Cc header names; for any other submission every recipient's role is null. `group`: the To and
+ * Cc a template's copies show when X-Postyard-Options names one (the submitted MIME is replaced).
+ */
+function envelopeRoles(
+  h: MessageHeaders,
+  rcptTo: readonly string[],
+): { roleOf: (email: string) => RecipientRole | null; group: GroupHeaders | null } {
+  const named = (header: string): GroupAddress[] =>
+    h.fields
+      .filter((f) => f.name === header)
+      .flatMap((f) => mailboxes(f))
+      .filter((m) => isValidEmail(m.address))
+      .map((m) => ({ email: m.address, name: m.name.replace(CONTROL, ' ').trim() || null }));
+  const group = { to: named('to'), cc: named('cc') };
+  const to = new Set(group.to.map((m) => m.email.toLowerCase()));
+  const cc = new Set(group.cc.map((m) => m.email.toLowerCase()));
+  const role = (email: string): RecipientRole => {
+    const key = email.toLowerCase();
+    return to.has(key) ? 'to' : cc.has(key) ? 'cc' : 'bcc';
+  };
+  const grouped =
+    cc.size > 0 ||
+    h.fields.some((f) => f.name === 'bcc' || f.name === 'resent-bcc') ||
+    rcptTo.some((email) => role(email) === 'bcc');
+  return grouped ? { roleOf: role, group } : { roleOf: () => null, group: null };
+}
+
+/**
  * Digest of the message as the idempotency fingerprint: the stripped message minus Date and
  * Message-ID (a client that rebuilds the same mail for a retry changes only those), the
  * envelope and the options.
@@ -164,11 +196,13 @@ export function prepareSubmission(received: Buffer, envelope: Envelope): Prepare
   if (!findHeader(h, 'message-id')) added.push(`Message-ID: <${newId()}@${fromDomain}>`);
   const stripped = rewriteMessage(raw, h, (f: HeaderField) => STRIPPED.has(f.name), added);
 
+  const { roleOf, group } = envelopeRoles(h, envelope.rcptTo);
   const recipients = envelope.rcptTo.map((email) => ({
     email: normalizeEmail(email),
     name: null,
     substitutionData: null,
     metadata: options.metadata,
+    role: roleOf(email),
   }));
   const subjectField = findHeader(h, 'subject');
   // Shown by the API; a decoded encoded-word could hide a line break.
@@ -185,6 +219,7 @@ export function prepareSubmission(received: Buffer, envelope: Envelope): Prepare
       headers: {},
       attachments: [],
       template_id: null,
+      ...(group ? { group } : {}),
     },
     rawMessage: stripped,
     mailType: options.mailType,

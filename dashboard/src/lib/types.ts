@@ -128,6 +128,8 @@ export interface Message {
   transmission_id: string;
   recipient: string;
   recipient_name: string | null;
+  /** How the recipient was addressed: `cc` and `bcc` only in a group message. */
+  role: 'to' | 'cc' | 'bcc';
   state: string;
   attempt_count: number;
   next_attempt_at: string | null;

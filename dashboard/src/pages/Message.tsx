@@ -78,6 +78,8 @@ export function MessagePage({ id }: { id: string }) {
             <dl className="props">
               <dt>Recipient</dt>
               <dd className="break">{m.recipient_name ? `${m.recipient_name} <${m.recipient}>` : m.recipient}</dd>
+              <dt>Addressed as</dt>
+              <dd>{m.role === 'bcc' ? 'Bcc (in no header)' : m.role === 'cc' ? 'Cc' : 'To'}</dd>
               <dt>State</dt>
               <dd>
                 <StatusBadge status={m.state} />

@@ -20,6 +20,7 @@ import * as m019 from './019_connection_slots.ts';
 import * as m020 from './020_waiting_indexes.ts';
 import * as m021 from './021_source_addresses.ts';
 import * as m022 from './022_queue_vacuum.ts';
+import * as m023 from './023_recipient_roles.ts';
 
 /** Ordered, frozen migrations shared by both dialects. Add new ones at the end. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '020_waiting_indexes': m020,
   '021_source_addresses': m021,
   '022_queue_vacuum': m022,
+  '023_recipient_roles': m023,
 };

@@ -26,6 +26,30 @@ export interface StoredAttachment {
   content_type: string;
   /** base64 */
   data: string;
+  /** An inline part of the HTML (`multipart/related`), referenced there as `cid:<content_id>`. */
+  content_id?: string;
+}
+
+/**
+ * How a recipient was addressed: `to` (the default), `cc`, or `bcc` (in no header). Any `cc` or
+ * `bcc` recipient makes the transmission a group message (GroupHeaders).
+ */
+export type RecipientRole = 'to' | 'cc' | 'bcc';
+
+/** One mailbox of a group message's To or Cc header. */
+export interface GroupAddress {
+  email: string;
+  name: string | null;
+}
+
+/**
+ * The headers every copy of a group message shows (a transmission with `cc` or `bcc`
+ * recipients): `to` and `cc` in request order, duplicates left out; `bcc` recipients are in
+ * neither, so no copy names them.
+ */
+export interface GroupHeaders {
+  to: GroupAddress[];
+  cc: GroupAddress[];
 }
 
 /** What is persisted as transmissions.content (JSON). */
@@ -37,6 +61,8 @@ export interface StoredContent extends ContentFields {
   template_version?: number | null;
   /** Transmission `substitution_data` over the template's defaults; each recipient's goes over it. */
   substitution_data?: Record<string, unknown> | null;
+  /** A group message's To and Cc; absent: each copy is addressed to its recipient alone. */
+  group?: GroupHeaders | null;
 }
 
 /** A `transmissions.content` column value, as written by the accept path. */

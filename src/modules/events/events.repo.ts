@@ -24,6 +24,8 @@ export function toEventRow(e: NewEvent, at: string = nowIso()): EventsTable {
     tags: JSON.stringify(e.tags),
     metadata: typeof e.metadata === 'string' ? e.metadata : JSON.stringify(e.metadata),
     data: JSON.stringify(e.data),
+    // Only a group message's events name a role: every other event's row and JSON stay as they were.
+    ...(e.role ? { role: e.role } : {}),
   };
 }
 
@@ -68,6 +70,7 @@ export function toEventView(row: EventsTable): EventView {
     tags: JSON.parse(row.tags) as string[],
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     data: JSON.parse(row.data) as Record<string, unknown>,
+    ...(row.role ? { role: row.role } : {}),
   };
 }
 
@@ -80,6 +83,7 @@ export function eventJson(row: EventsTable): string {
   return (
     `{"id":${s(row.id)},"type":${s(row.type)},"created_at":${s(row.created_at)},"tenant_id":${s(row.tenant_id)},` +
     `"transmission_id":${s(row.transmission_id)},"message_id":${s(row.message_id)},"recipient":${s(row.recipient)},` +
-    `"mail_type":${s(row.mail_type)},"tags":${row.tags},"metadata":${row.metadata},"data":${row.data}}`
+    `"mail_type":${s(row.mail_type)},"tags":${row.tags},"metadata":${row.metadata},"data":${row.data}` +
+    (row.role ? `,"role":${s(row.role)}}` : '}')
   );
 }

@@ -18,6 +18,11 @@ export const EventSchema = Type.Object(
     tags: Type.Array(Type.String()),
     metadata: Type.Record(Type.String(), Type.String()),
     data: Type.Object({}, { additionalProperties: true, description: 'Type-specific details (see docs/webhooks.md).' }),
+    role: Type.Optional(
+      Type.Union([Type.Literal('to'), Type.Literal('cc'), Type.Literal('bcc')], {
+        description: "Only on a group message's events (recipients with cc or bcc): how the recipient was addressed.",
+      }),
+    ),
   },
   { $id: 'Event' },
 );

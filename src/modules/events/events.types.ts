@@ -29,6 +29,8 @@ export interface NewEvent {
    */
   metadata: Record<string, string> | string;
   data: Record<string, unknown>;
+  /** The recipient's role (`to`, `cc`, `bcc`) when the message is part of a group message. */
+  role?: string | null;
 }
 
 /** The public shape of an event (API and webhook bodies). */
@@ -44,4 +46,6 @@ export interface EventView {
   tags: string[];
   metadata: Record<string, string>;
   data: Record<string, unknown>;
+  /** Only on events of a group message's messages: how the recipient was addressed. */
+  role?: string;
 }

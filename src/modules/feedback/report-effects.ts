@@ -69,6 +69,7 @@ export function complaintEvent(row: Row, feedbackType: string, userAgent: string
     mailType: base.mailType,
     tags: base.tags,
     metadata: row.metadata || '{}',
+    role: row.recipient_role ?? null,
     data: { feedback_type: feedbackType, user_agent: userAgent, async: true },
   };
 }

@@ -62,6 +62,7 @@ export function eventFor(o: Outcome, attemptNo: number): NewEvent {
     tags: o.tags,
     // The stored JSON text as is (NewEvent.metadata): no parse and re-serialization per event.
     metadata: o.msg.metadata || '{}',
+    role: o.msg.recipient_role ?? null,
   };
   const a = o.attempt;
   switch (o.kind) {

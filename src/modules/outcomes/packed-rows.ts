@@ -33,6 +33,7 @@ export const MESSAGE_COLUMNS = [
   'updated_at',
   'source_address',
   'priority',
+  'recipient_role',
 ] as const satisfies readonly (keyof MessagesTable)[];
 
 type Unlisted = Exclude<keyof MessagesTable, (typeof MESSAGE_COLUMNS)[number]>;

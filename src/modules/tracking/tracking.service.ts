@@ -41,6 +41,7 @@ interface MessageFacts {
   id: string;
   transmission_id: string;
   recipient: string;
+  recipient_role?: string | null;
   metadata: string | null;
   state: string;
   updated_at: string;
@@ -59,6 +60,7 @@ async function messageFacts(db: Executor, messageId: string): Promise<MessageFac
       'm.id',
       'm.transmission_id',
       'm.recipient',
+      'm.recipient_role',
       'm.metadata',
       'm.state',
       'm.updated_at',
@@ -89,6 +91,7 @@ function eventBase(m: MessageFacts) {
     mailType: m.mail_type,
     tags: JSON.parse(m.tags) as string[],
     metadata: m.metadata ?? '{}',
+    role: m.recipient_role ?? null,
   };
 }
 

@@ -18,7 +18,7 @@ export async function findTransmission(db: Executor, tenantId: string, id: strin
 export async function listTransmissionMessages(db: Executor, tenantId: string, transmissionId: string) {
   return db
     .selectFrom('messages')
-    .select(['id', 'recipient', 'state', 'attempt_count', 'updated_at'])
+    .select(['id', 'recipient', 'recipient_role', 'state', 'attempt_count', 'updated_at'])
     .where('tenant_id', '=', tenantId)
     .where('transmission_id', '=', transmissionId)
     .orderBy('id')

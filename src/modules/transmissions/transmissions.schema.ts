@@ -9,6 +9,10 @@ export const MAX_RECIPIENTS = 10_000;
 export const MAX_TAGS = 10;
 export const MAX_METADATA_KEYS = 50;
 export const MAX_METADATA_BYTES = 10 * 1024;
+/** A transmission with `cc` or `bcc` recipients (a group message) has at most this many recipients. */
+export const MAX_GROUP_RECIPIENTS = 50;
+
+export const Role = Type.Union([Type.Literal('to'), Type.Literal('cc'), Type.Literal('bcc')]);
 
 const StringMap = (maxProps: number) =>
   Type.Record(Type.String({ maxLength: 128 }), Type.String({ maxLength: 4096 }), { maxProperties: maxProps });
@@ -19,6 +23,12 @@ export const Recipient = Type.Object(
     name: Type.Optional(Type.String({ maxLength: 256 })),
     substitution_data: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 200 })),
     metadata: Type.Optional(StringMap(MAX_METADATA_KEYS)),
+    role: Type.Optional(
+      Type.Union([Type.Literal('to'), Type.Literal('cc'), Type.Literal('bcc')], {
+        description:
+          'to (default), cc or bcc. Any cc or bcc recipient makes a group message: every copy shows the same To and Cc headers; bcc recipients are in none.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -28,6 +38,13 @@ export const Attachment = Type.Object(
     filename: Type.String({ minLength: 1, maxLength: 255 }),
     content_type: Type.String({ minLength: 3, maxLength: 255 }),
     data: Type.String({ description: 'Base64-encoded content' }),
+    content_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'Makes the attachment an inline part of the HTML (multipart/related), referenced as cid:<content_id>',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -91,6 +108,7 @@ export const AcceptedTransmission = Type.Object({
 export const MessageSummary = Type.Object({
   id: Type.String(),
   recipient: Type.String(),
+  role: Role,
   state: Type.String(),
   attempt_count: Type.Integer(),
   updated_at: Type.String(),
@@ -111,7 +129,12 @@ export const TransmissionView = Type.Object({
     has_text: Type.Boolean(),
     has_html: Type.Boolean(),
     attachments: Type.Array(
-      Type.Object({ filename: Type.String(), content_type: Type.String(), size: Type.Integer() }),
+      Type.Object({
+        filename: Type.String(),
+        content_type: Type.String(),
+        size: Type.Integer(),
+        content_id: Type.Optional(Type.String()),
+      }),
     ),
   }),
   options: Type.Record(Type.String(), Type.Unknown()),
@@ -143,6 +166,8 @@ export const MessageView = Type.Object({
   transmission_id: Type.String(),
   recipient: Type.String(),
   recipient_name: Type.Union([Type.String(), Type.Null()]),
+  /** How the recipient was addressed; `to` for every message that is not part of a group message. */
+  role: Role,
   state: Type.String(),
   attempt_count: Type.Integer(),
   next_attempt_at: Type.Union([Type.String(), Type.Null()]),

@@ -123,6 +123,8 @@ export class TransmissionsService {
         updated_at: now,
         // The fair claim's order (migration 015): transactional before marketing.
         priority: input.mailType === 'marketing' ? 1 : 0,
+        // Only a group message's rows carry a role (migration 023): the others' inserts stay as they were.
+        ...(r.role ? { recipient_role: r.role } : {}),
       });
       const base = {
         tenantId,
@@ -132,6 +134,7 @@ export class TransmissionsService {
         mailType: input.mailType,
         tags: input.tags,
         metadata,
+        role: r.role,
       };
       if (hit) {
         items.push({ email: r.email, status: 'suppressed', reason: hit.reason_category });
@@ -218,12 +221,13 @@ export class TransmissionsService {
           filename: a.filename,
           content_type: a.content_type,
           size: Math.floor((a.data.length * 3) / 4) - (a.data.endsWith('==') ? 2 : a.data.endsWith('=') ? 1 : 0),
+          ...(a.content_id !== undefined ? { content_id: a.content_id } : {}),
         })),
       },
       options: JSON.parse(t.options) as Record<string, unknown>,
       total_accepted_recipients: t.total_accepted,
       total_rejected_recipients: t.total_rejected,
-      messages,
+      messages: messages.map(({ recipient_role, ...m }) => ({ ...m, role: recipient_role ?? 'to' })),
     };
   }
 
@@ -237,6 +241,7 @@ export class TransmissionsService {
       transmission_id: m.transmission_id,
       recipient: m.recipient,
       recipient_name: m.recipient_name,
+      role: m.recipient_role ?? 'to',
       state: m.state,
       attempt_count: m.attempt_count,
       next_attempt_at: pending ? m.next_attempt_at : null,

@@ -11,8 +11,13 @@ import { validationError } from '../../lib/errors.ts';
 import { Pacer } from '../../lib/pacer.ts';
 import { headerNameProblem } from '../content/content-rules.ts';
 import { effectiveContent, sendProblems, storedTemplateFields, type TemplateForSend } from '../content/send-content.ts';
-import type { StoredContent } from '../content/stored-content.ts';
-import { MAX_METADATA_BYTES, MAX_METADATA_KEYS, type TransmissionBody } from './transmissions.schema.ts';
+import type { GroupHeaders, RecipientRole, StoredContent } from '../content/stored-content.ts';
+import {
+  MAX_GROUP_RECIPIENTS,
+  MAX_METADATA_BYTES,
+  MAX_METADATA_KEYS,
+  type TransmissionBody,
+} from './transmissions.schema.ts';
 
 export type TransmissionRequest = Static<typeof TransmissionBody>;
 
@@ -21,6 +26,8 @@ export interface AcceptRecipient {
   name: string | null;
   substitutionData: Record<string, unknown> | null;
   metadata: Record<string, string>;
+  /** Set for every recipient of a group message (content.group), null for everyone else's. */
+  role: RecipientRole | null;
 }
 
 /** A transmission ready to accept, from the HTTP API or from SMTP submission. */
@@ -46,6 +53,8 @@ export interface AcceptInput {
 }
 
 const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}\s*$/;
+/** A Content-ID's value: printable ASCII without spaces or the angle brackets that enclose it. */
+const CONTENT_ID = /^[!-;=?-~]+$/;
 
 type Problem = { field: string; message: string };
 
@@ -111,6 +120,11 @@ export async function validateTransmission(
     if (!/^[\w.+-]+\/[\w.+-]+$/.test(a.content_type))
       problems.push({ field: `${field}.content_type`, message: 'content_type must look like type/subtype' });
     if (!BASE64.test(a.data)) problems.push({ field: `${field}.data`, message: 'data must be base64' });
+    if (a.content_id !== undefined && !CONTENT_ID.test(a.content_id))
+      problems.push({
+        field: `${field}.content_id`,
+        message: 'content_id must be printable ASCII without spaces, < or >',
+      });
   });
   const txMeta = o.metadata ?? {};
   checkMetadata(txMeta, 'options.metadata', problems);
@@ -129,6 +143,8 @@ export async function validateTransmission(
     else startTime = new Date(ms).toISOString();
   }
 
+  const grouped = body.recipients.some((r) => r.role === 'cc' || r.role === 'bcc');
+  if (grouped) problems.push(...groupProblems(body.recipients));
   const recipients: AcceptRecipient[] = [];
   // Up to 10,000 recipients: paced, so the event loop gets turns in between.
   for (const [i, r] of body.recipients.entries()) {
@@ -143,6 +159,7 @@ export async function validateTransmission(
       name: r.name?.trim() || null,
       substitutionData: r.substitution_data ?? null,
       metadata,
+      role: grouped ? (r.role ?? 'to') : null,
     });
     await pace.tick();
   }
@@ -162,9 +179,11 @@ export async function validateTransmission(
         filename: a.filename,
         content_type: a.content_type,
         data: a.data.replace(/\s/g, ''),
+        ...(a.content_id !== undefined ? { content_id: a.content_id } : {}),
       })),
       template_id: c.template_id ?? null,
       ...storedTemplateFields(template, body.substitution_data),
+      ...(grouped ? { group: groupHeaders(recipients) } : {}),
     },
     rawMessage: null,
     mailType: o.mail_type ?? 'transactional',
@@ -179,4 +198,37 @@ export async function validateTransmission(
     ipPool: o.ip_pool ?? null,
     senderDomains: from && 'mailbox' in from ? [domainOf(from.mailbox.email)] : [],
   };
+}
+
+/** What a group message (any `cc` or `bcc` recipient) must satisfy beyond every transmission's rules. */
+function groupProblems(recipients: TransmissionRequest['recipients']): Problem[] {
+  const problems: Problem[] = [];
+  if (recipients.length > MAX_GROUP_RECIPIENTS)
+    problems.push({
+      field: 'recipients',
+      message: `a transmission with cc or bcc recipients may have at most ${MAX_GROUP_RECIPIENTS} recipients`,
+    });
+  if (!recipients.some((r) => (r.role ?? 'to') === 'to'))
+    problems.push({
+      field: 'recipients',
+      message: 'a transmission with cc or bcc recipients needs at least one recipient with role to',
+    });
+  return problems;
+}
+
+/**
+ * The To and Cc every copy of a group message shows, from the validated recipients: an address
+ * given twice is listed once, where it first appears (the accept path queues that first one and
+ * reports the other as a duplicate, so its role is the first one's too).
+ */
+export function groupHeaders(recipients: readonly AcceptRecipient[]): GroupHeaders {
+  const group: GroupHeaders = { to: [], cc: [] };
+  const seen = new Set<string>();
+  for (const r of recipients) {
+    const key = r.email.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (r.role === 'to' || r.role === 'cc') group[r.role].push({ email: r.email, name: r.name });
+  }
+  return group;
 }

@@ -21,12 +21,23 @@ export interface MessageAttachment {
   filename: string;
   contentType: string;
   content: Buffer;
+  /** An inline part: with the HTML in multipart/related, `Content-ID: <cid>`. */
+  cid?: string;
+}
+
+/** One mailbox of To or Cc. */
+export interface MessageAddress {
+  email: string;
+  name?: string | null;
 }
 
 export interface BuildMessageInput {
   /** 'a@b.example' or 'Name <a@b.example>' (UTF-8 names are fine). */
   from: string;
-  to: { email: string; name?: string };
+  /** The recipient of this copy, or a group message's To list (every copy shows the same). */
+  to: MessageAddress | readonly MessageAddress[];
+  /** A group message's Cc list. Bcc recipients are never given: no copy may name them. */
+  cc?: readonly MessageAddress[];
   replyTo?: string;
   subject: string;
   text?: string;
@@ -71,6 +82,11 @@ function oneMailbox(value: string, header: string): { name: string; address: str
   return { name: m.name ?? '', address: m.email };
 }
 
+/** An address as MailComposer takes it: the name cleaned of control characters, the address as checked. */
+function composerAddress(a: MessageAddress): string | { name: string; address: string } {
+  return a.name ? { name: headerText(a.name), address: a.email } : a.email;
+}
+
 /** Composes the message. Resolves to the raw bytes, CRLF line endings, ready for DKIM and DATA. */
 export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
   const headers: Record<string, string> = {};
@@ -84,7 +100,10 @@ export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
 
   const composer = new MailComposer({
     from: oneMailbox(input.from, 'From'),
-    to: input.to.name ? { name: headerText(input.to.name), address: input.to.email } : input.to.email,
+    to: Array.isArray(input.to)
+      ? input.to.map(composerAddress)
+      : composerAddress(input.to as MessageAddress),
+    ...(input.cc?.length ? { cc: input.cc.map(composerAddress) } : {}),
     ...(input.replyTo !== undefined ? { replyTo: oneMailbox(input.replyTo, 'Reply-To') } : {}),
     // A substituted subject may carry control characters from substitution_data.
     subject: headerText(input.subject),
@@ -97,6 +116,8 @@ export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
       contentType: a.contentType,
       content: a.content,
       ...attachmentEncoding(a),
+      // MailComposer puts attachments with a cid beside the HTML in multipart/related.
+      ...(a.cid !== undefined ? { cid: a.cid, contentDisposition: 'inline' as const } : {}),
     })),
     messageId: `<${input.messageId}>`,
     date: input.date ?? new Date(),

@@ -194,6 +194,13 @@ async function buildRendered(
   const c = tx.content;
   const to = { email: msg.recipient, ...(msg.recipient_name ? { name: msg.recipient_name } : {}) };
   const personal = msg.substitution_data ? (JSON.parse(msg.substitution_data) as Record<string, unknown>) : null;
+  // A group message's copies all show its To and Cc, whoever receives them (bcc recipients are in
+  // neither). At most 50 copies: each is composed in full, not through a shared body, whose one
+  // To line is the recipient's own.
+  if (c.group) {
+    const input = applyTracking(plan, msg.id, composeInput(tx.id, c, personal), returnPathDomain);
+    return sign(envelopeFrom, await buildMessage({ ...input, to: c.group.to, cc: c.group.cc, messageId }), key, started);
+  }
   // Without data of its own (or with content that uses no language) a recipient gets the same
   // body as every such recipient: compose it once per transmission (shared-body.ts).
   // Opens, clicks and List-Unsubscribe carry the message's own tokens: the shared body then holds
@@ -244,6 +251,7 @@ function composeInput(transmissionId: string, c: StoredContent, personal: Record
       filename: a.filename,
       contentType: a.content_type,
       content: Buffer.from(a.data, 'base64'),
+      ...(a.content_id !== undefined ? { cid: a.content_id } : {}),
     })),
   };
 }
