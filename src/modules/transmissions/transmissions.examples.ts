@@ -10,12 +10,22 @@ export const SEND_DOCS: RouteDocs = {
     recipients: [
       { email: 'ann@example.com', name: 'Ann', substitution_data: { first_name: 'Ann' } },
       { email: 'bob@example.com', substitution_data: { first_name: 'Bob' } },
+      // A bcc recipient makes a group message: every copy shows To: Ann, bob@example.com.
+      { email: 'orders@example.com', role: 'bcc' },
     ],
     content: {
       from: 'Shop <news@mail.example.com>',
       subject: 'Your order, {{first_name}}',
       text: 'Hello {{first_name}}, your order has shipped.',
-      html: '<p>Hello {{first_name}}, your order has shipped.</p>',
+      html: '<img src="cid:logo" alt="Shop"><p>Hello {{first_name}}, your order has shipped.</p>',
+      attachments: [
+        {
+          filename: 'logo.png',
+          content_type: 'image/png',
+          content_id: 'logo',
+          data: 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+        },
+      ],
     },
     options: { mail_type: 'transactional', metadata: { order: '1234' } },
   },
@@ -23,7 +33,7 @@ export const SEND_DOCS: RouteDocs = {
     202: {
       transmission_id: TX,
       items: [{ email: 'bob@example.com', status: 'suppressed', reason: 'hard_bounce' }],
-      total_accepted_recipients: 1,
+      total_accepted_recipients: 2,
       total_rejected_recipients: 1,
     },
   },
@@ -54,6 +64,7 @@ export const GET_DOCS: RouteDocs = {
         {
           id: MSG,
           recipient: 'ann@example.com',
+          role: 'to',
           state: 'delivered',
           attempt_count: 1,
           updated_at: '2026-11-26T10:00:02.000Z',
@@ -70,6 +81,7 @@ export const MESSAGE_DOCS: RouteDocs = {
       transmission_id: TX,
       recipient: 'ann@example.com',
       recipient_name: 'Ann',
+      role: 'to',
       state: 'delivered',
       attempt_count: 1,
       next_attempt_at: null,
