@@ -35,6 +35,48 @@ describe('buildMessage', () => {
     expect((await simpleParser(raw)).html).toContain('<p>Hi</p>');
   });
 
+  it('writes a group message\'s To and Cc lists as given; names with control characters are cleaned', async () => {
+    const raw = await buildMessage({
+      ...base,
+      text: 'Hi',
+      to: [{ email: 'ann@example.net', name: 'Ann Lee' }, { email: 'bob@example.net', name: null }],
+      cc: [{ email: 'carl@example.net', name: 'Carl\r\nBcc: x@evil.test' }],
+    });
+    const head = raw.toString('latin1').split('\r\n\r\n')[0] ?? '';
+    expect(head).toMatch(/^To: Ann Lee <ann@example\.net>, bob@example\.net\r?$/m);
+    expect(head).not.toMatch(/^bcc:/im);
+    const mail = await simpleParser(raw);
+    const cc = Array.isArray(mail.cc) ? mail.cc[0] : mail.cc;
+    expect(cc?.value).toEqual([{ address: 'carl@example.net', name: 'Carl Bcc: x@evil.test' }]);
+  });
+
+  it('puts attachments with a cid beside the html in multipart/related, inline', async () => {
+    const raw = await buildMessage({
+      ...base,
+      text: 'Hi',
+      html: '<img src="cid:logo">',
+      attachments: [
+        { filename: 'logo.png', contentType: 'image/png', content: Buffer.from('png'), cid: 'logo' },
+        { filename: 'a.pdf', contentType: 'application/pdf', content: Buffer.from('pdf') },
+      ],
+    });
+    expect(structure(raw)).toEqual([
+      'multipart/mixed',
+      'multipart/alternative',
+      'text/plain',
+      'multipart/related',
+      'text/html',
+      'image/png',
+      'application/pdf',
+    ]);
+    expect(raw.toString('latin1')).toMatch(/^Content-Id: <logo>\r$/im);
+    const mail = await simpleParser(raw);
+    expect(mail.attachments.map((a) => [a.filename, a.contentDisposition, a.related ?? false])).toEqual([
+      ['logo.png', 'inline', true],
+      ['a.pdf', 'attachment', false],
+    ]);
+  });
+
   it('builds multipart/alternative for text + html', async () => {
     const raw = await buildMessage({ ...base, text: 'Hi', html: '<b>Hi</b>' });
     expect(structure(raw)).toEqual(['multipart/alternative', 'text/plain', 'text/html']);
