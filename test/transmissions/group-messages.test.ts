@@ -208,6 +208,29 @@ describe('group messages (recipients with cc and bcc)', () => {
     expect(events.find((e) => e.recipient === 'gus@dest.test')?.role).toBe('cc');
   });
 
+  it('a group message without to recipients shows To: undisclosed-recipients:; and no bcc', async () => {
+    const id = await send({
+      recipients: [
+        { email: 'lea@dest.test', role: 'cc' },
+        { email: 'max@dest.test', role: 'bcc' },
+      ],
+      content: { subject: 'Notice', text: 'For your information.' },
+    });
+    const messages = await delivered(id, 2);
+    expect(messages.map((m) => [m.recipient, m.role]).sort()).toEqual([
+      ['lea@dest.test', 'cc'],
+      ['max@dest.test', 'bcc'],
+    ]);
+    for (const rcpt of ['lea@dest.test', 'max@dest.test']) {
+      const copy = copyFor(rcpt);
+      const head = headerOf(copy.raw);
+      expect(head).toMatch(/^To: undisclosed-recipients:;\r?$/m);
+      expect(head).toMatch(/^Cc: lea@dest\.test\r?$/m);
+      expect(copy.raw.toString('latin1')).not.toContain('max@dest.test');
+      expect(await dkimResult(copy.raw), rcpt).toBe('pass');
+    }
+  });
+
   it('without roles each copy is addressed to its recipient alone, and events carry no role', async () => {
     const id = await send({
       recipients: [{ email: 'hal@dest.test', name: 'Hal' }, { email: 'ida@dest.test' }],
@@ -227,7 +250,7 @@ describe('group messages (recipients with cc and bcc)', () => {
     for (const e of events) expect(e).not.toHaveProperty('role');
   });
 
-  it('refuses a group message of more than 50 recipients, one without a to recipient, and an unknown role', async () => {
+  it('refuses a group message of more than 50 recipients, and an unknown role', async () => {
     const many = Array.from({ length: 51 }, (_, i) => ({ email: `r${i}@dest.test`, ...(i === 0 ? { role: 'cc' } : {}) }));
     const tooMany = await call(ctx.app, 'POST', '/v1/transmissions', {
       key: t.apiKey,
@@ -262,25 +285,6 @@ describe('group messages (recipients with cc and bcc)', () => {
         })
       ).statusCode,
     ).toBe(202);
-
-    const noTo = await call(ctx.app, 'POST', '/v1/transmissions', {
-      key: t.apiKey,
-      body: {
-        recipients: [
-          { email: 'a@dest.test', role: 'cc' },
-          { email: 'b@dest.test', role: 'bcc' },
-        ],
-        content: { subject: 's', text: 'x' },
-      },
-    });
-    expect(noTo.statusCode).toBe(422);
-    expect(errors(noTo)).toEqual([
-      {
-        code: 'validation_failed',
-        field: 'recipients',
-        message: 'a transmission with cc or bcc recipients needs at least one recipient with role to',
-      },
-    ]);
 
     const unknownRole = await call(ctx.app, 'POST', '/v1/transmissions', {
       key: t.apiKey,

@@ -208,11 +208,6 @@ function groupProblems(recipients: TransmissionRequest['recipients']): Problem[]
       field: 'recipients',
       message: `a transmission with cc or bcc recipients may have at most ${MAX_GROUP_RECIPIENTS} recipients`,
     });
-  if (!recipients.some((r) => (r.role ?? 'to') === 'to'))
-    problems.push({
-      field: 'recipients',
-      message: 'a transmission with cc or bcc recipients needs at least one recipient with role to',
-    });
   return problems;
 }
 

@@ -34,7 +34,10 @@ export interface MessageAddress {
 export interface BuildMessageInput {
   /** 'a@b.example' or 'Name <a@b.example>' (UTF-8 names are fine). */
   from: string;
-  /** The recipient of this copy, or a group message's To list (every copy shows the same). */
+  /**
+   * The recipient of this copy, or a group message's To list (every copy shows the same; empty:
+   * `To: undisclosed-recipients:;`).
+   */
   to: MessageAddress | readonly MessageAddress[];
   /** A group message's Cc list. Bcc recipients are never given: no copy may name them. */
   cc?: readonly MessageAddress[];
@@ -82,6 +85,9 @@ function oneMailbox(value: string, header: string): { name: string; address: str
   return { name: m.name ?? '', address: m.email };
 }
 
+/** The To of a group message without `to` recipients (MailComposer writes the empty group as is). */
+const UNDISCLOSED = 'undisclosed-recipients:;';
+
 /** An address as MailComposer takes it: the name cleaned of control characters, the address as checked. */
 function composerAddress(a: MessageAddress): string | { name: string; address: string } {
   return a.name ? { name: headerText(a.name), address: a.email } : a.email;
@@ -101,7 +107,10 @@ export async function buildMessage(input: BuildMessageInput): Promise<Buffer> {
   const composer = new MailComposer({
     from: oneMailbox(input.from, 'From'),
     to: Array.isArray(input.to)
-      ? input.to.map(composerAddress)
+      ? // A group message whose recipients are all cc or bcc: the empty group of RFC 5322 A.1.3.
+        input.to.length
+        ? input.to.map(composerAddress)
+        : UNDISCLOSED
       : composerAddress(input.to as MessageAddress),
     ...(input.cc?.length ? { cc: input.cc.map(composerAddress) } : {}),
     ...(input.replyTo !== undefined ? { replyTo: oneMailbox(input.replyTo, 'Reply-To') } : {}),
