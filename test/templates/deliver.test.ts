@@ -215,6 +215,34 @@ describe('stored templates, delivered', () => {
   });
 });
 
+describe('a template sent over SMTP to cc and bcc recipients', () => {
+  it('every copy shows the submitted To and Cc, none the Bcc', async () => {
+    const id = await createTemplate({ name: 'smtp-group-tpl', subject: 'Minutes', text: 'See the minutes.' });
+    const rcpts = ['grp-to@dest.test', 'grp-cc@dest.test', 'grp-bcc@dest.test'];
+    const reply = await sendRaw(
+      client,
+      rcpts,
+      message({
+        to: 'Team <grp-to@dest.test>',
+        headers: ['Cc: grp-cc@dest.test', 'Bcc: grp-bcc@dest.test', `X-Postyard-Options: {"template_id":"${id}"}`],
+      }),
+    );
+    queuedId(reply);
+    for (const rcpt of rcpts) {
+      const m = await deliveredTo(rcpt);
+      expect(m.rcptTo).toEqual([rcpt]);
+      expect(await verifier.verify(m.raw)).toBe('pass');
+      const p = await simpleParser(m.raw);
+      expect(p.subject).toBe('Minutes');
+      const to = Array.isArray(p.to) ? p.to[0] : p.to;
+      const cc = Array.isArray(p.cc) ? p.cc[0] : p.cc;
+      expect(to?.value.map((a) => [a.name, a.address])).toEqual([['Team', 'grp-to@dest.test']]);
+      expect(cc?.value.map((a) => a.address)).toEqual(['grp-cc@dest.test']);
+      expect(m.raw.toString('latin1')).not.toContain('grp-bcc@dest.test');
+    }
+  });
+});
+
 describe('inline content, delivered', () => {
   it('uses the same language (each, if, escaping in html) with shared and per-recipient data', async () => {
     const res = await call(s.ctx.app, 'POST', '/v1/transmissions', {
