@@ -78,7 +78,9 @@ function copyFor(rcpt: string): SinkMessage {
 
 function addresses(field: AddressObject | AddressObject[] | undefined): { address?: string; name: string }[] {
   if (!field) return [];
-  return (Array.isArray(field) ? field : [field]).flatMap((a) => a.value.map((v) => ({ address: v.address, name: v.name })));
+  return (Array.isArray(field) ? field : [field]).flatMap((a) =>
+    a.value.map((v) => ({ address: v.address, name: v.name })),
+  );
 }
 
 /** The header section of a raw message. */
@@ -204,7 +206,10 @@ describe('group messages (recipients with cc and bcc)', () => {
     }
     expect(destination.sink.messages.some((m) => m.rcptTo.includes('gone@dest.test'))).toBe(false);
     const events = await eventsOf(accepted.transmission_id);
-    expect(events.find((e) => e.type === 'message.suppressed')).toMatchObject({ recipient: 'gone@dest.test', role: 'cc' });
+    expect(events.find((e) => e.type === 'message.suppressed')).toMatchObject({
+      recipient: 'gone@dest.test',
+      role: 'cc',
+    });
     expect(events.find((e) => e.recipient === 'gus@dest.test')?.role).toBe('cc');
   });
 
@@ -251,7 +256,10 @@ describe('group messages (recipients with cc and bcc)', () => {
   });
 
   it('refuses a group message of more than 50 recipients, and an unknown role', async () => {
-    const many = Array.from({ length: 51 }, (_, i) => ({ email: `r${i}@dest.test`, ...(i === 0 ? { role: 'cc' } : {}) }));
+    const many = Array.from({ length: 51 }, (_, i) => ({
+      email: `r${i}@dest.test`,
+      ...(i === 0 ? { role: 'cc' } : {}),
+    }));
     const tooMany = await call(ctx.app, 'POST', '/v1/transmissions', {
       key: t.apiKey,
       body: { recipients: many, content: { subject: 's', text: 'x' } },
@@ -332,7 +340,12 @@ describe('inline images (attachments with content_id)', () => {
       expect(text.slice(image)).toMatch(/^Content-Disposition: inline\b/im);
       const parsed = await simpleParser(copy.raw);
       const logo = parsed.attachments.find((a) => a.filename === 'logo.png');
-      expect(logo).toMatchObject({ contentId: '<logo@shop>', cid: 'logo@shop', related: true, contentDisposition: 'inline' });
+      expect(logo).toMatchObject({
+        contentId: '<logo@shop>',
+        cid: 'logo@shop',
+        related: true,
+        contentDisposition: 'inline',
+      });
       expect(logo?.content.toString('base64')).toBe(PNG);
       const terms2 = parsed.attachments.find((a) => a.filename === 'terms.txt');
       expect(terms2).toMatchObject({ related: false, contentDisposition: 'attachment' });

@@ -42,7 +42,8 @@ export const Attachment = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 255,
-        description: 'Makes the attachment an inline part of the HTML (multipart/related), referenced as cid:<content_id>',
+        description:
+          'Makes the attachment an inline part of the HTML (multipart/related), referenced as cid:<content_id>',
       }),
     ),
   },

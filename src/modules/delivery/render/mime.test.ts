@@ -35,11 +35,14 @@ describe('buildMessage', () => {
     expect((await simpleParser(raw)).html).toContain('<p>Hi</p>');
   });
 
-  it('writes a group message\'s To and Cc lists as given; names with control characters are cleaned', async () => {
+  it("writes a group message's To and Cc lists as given; names with control characters are cleaned", async () => {
     const raw = await buildMessage({
       ...base,
       text: 'Hi',
-      to: [{ email: 'ann@example.net', name: 'Ann Lee' }, { email: 'bob@example.net', name: null }],
+      to: [
+        { email: 'ann@example.net', name: 'Ann Lee' },
+        { email: 'bob@example.net', name: null },
+      ],
       cc: [{ email: 'carl@example.net', name: 'Carl\r\nBcc: x@evil.test' }],
     });
     const head = raw.toString('latin1').split('\r\n\r\n')[0] ?? '';

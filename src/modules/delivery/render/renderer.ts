@@ -199,7 +199,12 @@ async function buildRendered(
   // To line is the recipient's own.
   if (c.group) {
     const input = applyTracking(plan, msg.id, composeInput(tx.id, c, personal), returnPathDomain);
-    return sign(envelopeFrom, await buildMessage({ ...input, to: c.group.to, cc: c.group.cc, messageId }), key, started);
+    return sign(
+      envelopeFrom,
+      await buildMessage({ ...input, to: c.group.to, cc: c.group.cc, messageId }),
+      key,
+      started,
+    );
   }
   // Without data of its own (or with content that uses no language) a recipient gets the same
   // body as every such recipient: compose it once per transmission (shared-body.ts).
