@@ -36,7 +36,7 @@ export interface BuildMessageInput {
   from: string;
   /**
    * The recipient of this copy, or a group message's To list (every copy shows the same; empty:
-   * `To: undisclosed-recipients:;`).
+   * `To: "undisclosed-recipients":;`).
    */
   to: MessageAddress | readonly MessageAddress[];
   /** A group message's Cc list. Bcc recipients are never given: no copy may name them. */
@@ -85,7 +85,7 @@ function oneMailbox(value: string, header: string): { name: string; address: str
   return { name: m.name ?? '', address: m.email };
 }
 
-/** The To of a group message without `to` recipients (MailComposer writes the empty group as is). */
+/** The To of a group message without `to` recipients: RFC 5322's empty group (MailComposer quotes the name). */
 const UNDISCLOSED = 'undisclosed-recipients:;';
 
 /** An address as MailComposer takes it: the name cleaned of control characters, the address as checked. */
