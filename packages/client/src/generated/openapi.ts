@@ -1058,6 +1058,8 @@ export interface components {
         [key: string]: string;
       };
       recipient: string | null;
+      /** @description Only on a group message's events (recipients with cc or bcc): how the recipient was addressed. */
+      role?: 'to' | 'cc' | 'bcc';
       tags: string[];
       tenant_id: string;
       transmission_id: string | null;
@@ -2791,6 +2793,7 @@ export interface operations {
            *       "transmission_id": "0193a5b2-2222-7d4a-9f3b-2c8e4d6a1b90",
            *       "recipient": "ann@example.com",
            *       "recipient_name": "Ann",
+           *       "role": "to",
            *       "state": "delivered",
            *       "attempt_count": 1,
            *       "next_attempt_at": null,
@@ -2845,6 +2848,7 @@ export interface operations {
             next_attempt_at: string | null;
             recipient: string;
             recipient_name: string | null;
+            role: 'to' | 'cc' | 'bcc';
             state: string;
             transmission_id: string;
             updated_at: string;
@@ -7524,13 +7528,25 @@ export interface operations {
          *           "substitution_data": {
          *             "first_name": "Bob"
          *           }
+         *         },
+         *         {
+         *           "email": "orders@example.com",
+         *           "role": "bcc"
          *         }
          *       ],
          *       "content": {
          *         "from": "Shop <news@mail.example.com>",
          *         "subject": "Your order, {{first_name}}",
          *         "text": "Hello {{first_name}}, your order has shipped.",
-         *         "html": "<p>Hello {{first_name}}, your order has shipped.</p>"
+         *         "html": "<img src=\"cid:logo\" alt=\"Shop\"><p>Hello {{first_name}}, your order has shipped.</p>",
+         *         "attachments": [
+         *           {
+         *             "filename": "logo.png",
+         *             "content_type": "image/png",
+         *             "content_id": "logo",
+         *             "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+         *           }
+         *         ]
          *       },
          *       "options": {
          *         "mail_type": "transactional",
@@ -7543,6 +7559,8 @@ export interface operations {
         'application/json': {
           content: {
             attachments?: {
+              /** @description Makes the attachment an inline part of the HTML (multipart/related), referenced as cid:<content_id> */
+              content_id?: string;
               content_type: string;
               /** @description Base64-encoded content */
               data: string;
@@ -7581,6 +7599,8 @@ export interface operations {
               [key: string]: string;
             };
             name?: string;
+            /** @description to (default), cc or bcc. Any cc or bcc recipient makes a group message: every copy shows the same To and Cc headers; bcc recipients are in none. */
+            role?: 'to' | 'cc' | 'bcc';
             substitution_data?: {
               [key: string]: unknown;
             };
@@ -7613,7 +7633,7 @@ export interface operations {
            *           "reason": "hard_bounce"
            *         }
            *       ],
-           *       "total_accepted_recipients": 1,
+           *       "total_accepted_recipients": 2,
            *       "total_rejected_recipients": 1
            *     }
            */
@@ -7826,6 +7846,7 @@ export interface operations {
            *         {
            *           "id": "0193a5b2-3333-7d4a-9f3b-2c8e4d6a1b90",
            *           "recipient": "ann@example.com",
+           *           "role": "to",
            *           "state": "delivered",
            *           "attempt_count": 1,
            *           "updated_at": "2026-11-26T10:00:02.000Z"
@@ -7836,6 +7857,7 @@ export interface operations {
           'application/json': {
             content: {
               attachments: {
+                content_id?: string;
                 content_type: string;
                 filename: string;
                 size: number;
@@ -7853,6 +7875,7 @@ export interface operations {
               attempt_count: number;
               id: string;
               recipient: string;
+              role: 'to' | 'cc' | 'bcc';
               state: string;
               updated_at: string;
             }[];
