@@ -160,7 +160,10 @@ describe('group messages (recipients with cc and bcc)', () => {
     const dora = messages.find((m) => m.recipient === 'dora@dest.test') as MessageSummary;
     const view = await call(ctx.app, 'GET', `/v1/messages/${dora.id}`, { key: t.apiKey });
     expect(view.json()).toMatchObject({ recipient: 'dora@dest.test', role: 'bcc', state: 'delivered' });
+    // An open of the bcc recipient's copy (tracking writes its own events) names the role too.
+    await ctx.c.tracking.record('open', dora.id, { ip: '192.0.2.7', userAgent: 'Mozilla/5.0' });
     const events = await eventsOf(id);
+    expect(events.find((e) => e.type === 'message.opened')).toMatchObject({ recipient: 'dora@dest.test', role: 'bcc' });
     expect(events.filter((e) => e.type === 'message.accepted')).toHaveLength(5);
     expect(events.filter((e) => e.type === 'message.delivered')).toHaveLength(5);
     const roles = Object.fromEntries(messages.map((m) => [m.recipient, m.role]));
